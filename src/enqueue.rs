@@ -1,0 +1,104 @@
+//! sendjobs_enqueue: add a job, or find the one that already carries the idempotency key.
+
+use pgrx::prelude::*;
+use pgrx::{pg_sys, JsonB};
+
+use crate::clock::wall_clock;
+use crate::config;
+use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::spi_plans::{first_value, plan};
+
+const INSERT_JOB: &str = "
+    INSERT INTO @extschema@.send_jobs
+           (payload, queue, next_attempt_at, transaction_id, idempotency_key, max_attempts)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id";
+
+const FIND_BY_KEY: &str = "SELECT id FROM @extschema@.send_jobs WHERE idempotency_key = $1";
+
+/// Adds a job and returns its id. A job that already has `idempotency_key` is returned
+/// as it is: nothing is created and nothing about it changes.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn sendjobs_enqueue(
+    payload: Option<JsonB>,
+    queue: default!(Option<&str>, "'default'"),
+    run_at: default!(Option<TimestampWithTimeZone>, "NULL"),
+    transaction_id: default!(Option<&str>, "NULL"),
+    idempotency_key: default!(Option<&str>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> i64 {
+    or_raise(enqueue(
+        payload,
+        queue,
+        run_at,
+        transaction_id,
+        idempotency_key,
+        max_attempts,
+    ))
+}
+
+fn enqueue(
+    payload: Option<JsonB>,
+    queue: Option<&str>,
+    run_at: Option<TimestampWithTimeZone>,
+    transaction_id: Option<&str>,
+    idempotency_key: Option<&str>,
+    max_attempts: Option<i32>,
+) -> Result<i64> {
+    let payload = required(payload, "payload")?;
+    let queue = required(queue, "queue")?;
+    if queue.is_empty() {
+        return Err(SendJobsError::InvalidArgument(
+            "queue must not be empty".into(),
+        ));
+    }
+    let max_attempts = max_attempts.unwrap_or_else(config::default_max_attempts);
+    if max_attempts < 1 {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "max_attempts must be at least 1, got {max_attempts}"
+        )));
+    }
+    let run_at = run_at.unwrap_or_else(wall_clock);
+
+    Spi::connect_mut(|client| {
+        let insert = plan(
+            client,
+            INSERT_JOB,
+            &[
+                pg_sys::JSONBOID.into(),
+                pg_sys::TEXTOID.into(),
+                pg_sys::TIMESTAMPTZOID.into(),
+                pg_sys::TEXTOID.into(),
+                pg_sys::TEXTOID.into(),
+                pg_sys::INT4OID.into(),
+            ],
+        )?;
+        let inserted = first_value::<i64>(client.update(
+            &*insert,
+            None,
+            &[
+                payload.into(),
+                queue.into(),
+                run_at.into(),
+                transaction_id.into(),
+                idempotency_key.into(),
+                max_attempts.into(),
+            ],
+        )?)?;
+        if let Some(id) = inserted {
+            return Ok(id);
+        }
+        // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh
+        // statement (a fresh snapshot under READ COMMITTED) sees the row.
+        let find = plan(client, FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
+        first_value::<i64>(client.select(&*find, Some(1), &[idempotency_key.into()])?)?.ok_or_else(
+            || {
+                SendJobsError::Internal(
+                    "the job holding this idempotency key is not visible; retry the call".into(),
+                )
+            },
+        )
+    })
+}

@@ -1,0 +1,39 @@
+//! sendjobs: a send-job queue whose lease protocol lives inside PostgreSQL.
+//!
+//! Workers claim jobs with a lease and a per-claim fencing token (`claim_generation`);
+//! finalizers apply only with the current token; a trigger keeps terminal states of a
+//! business table absorbing. The SQL contract is in the README.
+
+use pgrx::prelude::*;
+
+mod catalog;
+mod claim;
+mod clock;
+mod config;
+mod enqueue;
+mod errors;
+mod finalize;
+mod guard;
+mod link;
+mod spi_plans;
+mod sql_name;
+
+::pgrx::pg_module_magic!(name, version);
+
+pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    config::init();
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

@@ -1,0 +1,164 @@
+//! sendjobs_link_transactions: the business table an applied terminal finalize stamps.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::PgRelation;
+
+use crate::catalog::{column_type, require_table};
+use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::spi_plans::plan;
+use crate::sql_name::SqlName;
+
+const SAVE_LINK_SQL: &str = "
+    INSERT INTO @extschema@.sendjobs_transaction_link
+           (tbl, key_column, status_column, on_sent, on_failed)
+    VALUES ($1, $2::name, $3::name, $4, $5)
+    ON CONFLICT (singleton) DO UPDATE
+       SET tbl = EXCLUDED.tbl, key_column = EXCLUDED.key_column,
+           status_column = EXCLUDED.status_column,
+           on_sent = EXCLUDED.on_sent, on_failed = EXCLUDED.on_failed";
+
+/// The stamp statement for the current link, built from the catalog at each use so a
+/// renamed table still works; a dropped or renamed column is reported, not ignored.
+const STAMP_SQL: &str = "
+    SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',
+               link.tbl, link.status_column,
+               pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
+               link.key_column,
+               pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)),
+           CASE WHEN $1 = 'sent' THEN link.on_sent ELSE link.on_failed END,
+           link.tbl::pg_catalog.text,
+           CASE WHEN status_col.attnum IS NULL THEN link.status_column::text
+                WHEN key_col.attnum IS NULL THEN link.key_column::text END
+      FROM @extschema@.sendjobs_transaction_link AS link
+      LEFT JOIN pg_catalog.pg_attribute AS status_col
+             ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column
+            AND NOT status_col.attisdropped
+      LEFT JOIN pg_catalog.pg_attribute AS key_col
+             ON key_col.attrelid = link.tbl AND key_col.attname = link.key_column
+            AND NOT key_col.attisdropped";
+
+/// Declares the business table `send_jobs.transaction_id` points at. From now on an
+/// applied `sent` / `failed` finalize sets that row's status to `on_sent` / `on_failed`
+/// in the same transaction, through any guard on the table. Calling it again replaces
+/// the link.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn sendjobs_link_transactions(
+    tbl: Option<PgRelation>,
+    key_column: default!(Option<SqlName>, "'id'"),
+    status_column: default!(Option<SqlName>, "'status'"),
+    on_sent: default!(Option<&str>, "'success'"),
+    on_failed: default!(Option<&str>, "'failed'"),
+) {
+    or_raise(link_transactions(
+        tbl,
+        key_column,
+        status_column,
+        on_sent,
+        on_failed,
+    ))
+}
+
+fn link_transactions(
+    tbl: Option<PgRelation>,
+    key_column: Option<SqlName>,
+    status_column: Option<SqlName>,
+    on_sent: Option<&str>,
+    on_failed: Option<&str>,
+) -> Result<()> {
+    let tbl = required(tbl, "tbl")?;
+    let key_column = required(key_column, "key_column")?;
+    let status_column = required(status_column, "status_column")?;
+    let on_sent = required(on_sent, "on_sent")?;
+    let on_failed = required(on_failed, "on_failed")?;
+    let relid = tbl.oid();
+
+    Spi::connect_mut(|client| {
+        require_table(client, relid)?;
+        column_type(client, relid, &key_column.0)?;
+        let status_type = column_type(client, relid, &status_column.0)?;
+        // Both values must be valid for the status column now, not at the first finalize.
+        // status_type comes from format_type, which quotes what needs quoting.
+        let cast = format!("SELECT CAST($1 AS {status_type}), CAST($2 AS {status_type})");
+        client.select(cast.as_str(), Some(1), &[on_sent.into(), on_failed.into()])?;
+
+        let save = plan(
+            client,
+            SAVE_LINK_SQL,
+            &[
+                pg_sys::REGCLASSOID.into(),
+                pg_sys::TEXTOID.into(),
+                pg_sys::TEXTOID.into(),
+                pg_sys::TEXTOID.into(),
+                pg_sys::TEXTOID.into(),
+            ],
+        )?;
+        client.update(
+            &*save,
+            None,
+            &[
+                relid.into(),
+                key_column.0.as_str().into(),
+                status_column.0.as_str().into(),
+                on_sent.into(),
+                on_failed.into(),
+            ],
+        )?;
+        Ok(())
+    })
+}
+
+/// Removes the link: finalizes stop stamping any business table.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn sendjobs_unlink_transactions() {
+    or_raise(Spi::connect_mut(|client| {
+        let unlink = plan(
+            client,
+            "DELETE FROM @extschema@.sendjobs_transaction_link",
+            &[],
+        )?;
+        client.update(&*unlink, None, &[])?;
+        Ok(())
+    }))
+}
+
+/// Sets the linked business row of an applied terminal finalize (`status` is `sent` or
+/// `failed`). No link: nothing to do. No such business row, or a guard that skips the
+/// change: nothing changes. A guard in `error` mode aborts the finalize.
+pub fn stamp_transaction(
+    client: &mut SpiClient<'_>,
+    status: &str,
+    transaction_id: &str,
+) -> Result<()> {
+    let lookup = plan(client, STAMP_SQL, &[pg_sys::TEXTOID.into()])?;
+    let link = client.select(&*lookup, Some(1), &[status.into()])?.first();
+    if link.is_empty() {
+        return Ok(());
+    }
+    let (stamp_sql, value, table) = link.get_three::<String, String, String>()?;
+    if let Some(column) = link.get::<String>(4)? {
+        return Err(SendJobsError::UndefinedColumn {
+            table: table.unwrap_or_default(),
+            column,
+        });
+    }
+    let (Some(stamp_sql), Some(value)) = (stamp_sql, value) else {
+        return Err(SendJobsError::Internal(
+            "the transaction link is incomplete".into(),
+        ));
+    };
+    let stamp = plan(
+        client,
+        &stamp_sql,
+        &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
+    )?;
+    client.update(
+        &*stamp,
+        None,
+        &[value.as_str().into(), transaction_id.into()],
+    )?;
+    Ok(())
+}
