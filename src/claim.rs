@@ -61,7 +61,7 @@ macro_rules! claim_sql {
     };
 }
 
-const CLAIM_ANY_QUEUE: &str = claim_sql!("AND $4::text IS NULL");
+pub(crate) const CLAIM_ANY_QUEUE: &str = claim_sql!("AND $4::text IS NULL");
 const CLAIM_ONE_QUEUE: &str = claim_sql!("AND queue = $4");
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease

@@ -28,6 +28,12 @@ pub extern "C-unwind" fn _PG_init() {
 }
 
 /// Required by `cargo pgrx test`.
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    include!("tests.rs");
+}
+
 #[cfg(test)]
 pub mod pg_test {
     pub fn setup(_options: Vec<&str>) {}
