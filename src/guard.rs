@@ -22,7 +22,9 @@ const DEFAULT_COLUMN: &str = "status";
 const DEFAULT_TERMINAL: &str = "{success,failed}";
 const DEFAULT_EXITS: &str = "{failed:pending}";
 /// BEFORE triggers fire in name order; this name sorts last, so no other BEFORE trigger
-/// can change the status after the guard has judged it.
+/// can change the status after the guard has judged it. The trigger fires on every
+/// UPDATE, not `UPDATE OF status`: another BEFORE trigger may change the status of an
+/// UPDATE that never names the column.
 const TRIGGER_NAME: &str = "zz_sendjobs_guard_terminal";
 
 /// What one guard enforces: terminal values of a column and the transitions allowed out.
@@ -112,10 +114,9 @@ fn guard_terminal(
         column_type(client, relid, &rule.column)?;
         let schema = extension_schema(client, extension_oid()?)?;
         let create = format!(
-            "CREATE OR REPLACE TRIGGER {trigger} BEFORE UPDATE OF {column} ON {table} FOR EACH ROW \
+            "CREATE OR REPLACE TRIGGER {trigger} BEFORE UPDATE ON {table} FOR EACH ROW \
              EXECUTE FUNCTION {schema}.sendjobs_guard_terminal_trigger({column_arg}, {terminal}, {exits})",
             trigger = pgrx::spi::quote_identifier(TRIGGER_NAME),
-            column = pgrx::spi::quote_identifier(&rule.column),
             table = table_display(client, relid)?,
             column_arg = quote_literal(&rule.column),
             terminal = quote_literal(array_literal(client, &rule.terminal)?),

@@ -515,3 +515,18 @@ fn claim_cost_does_not_grow_with_the_backlog() {
         assert!(!any_sort(plan), "{mode}: the claim sorted the backlog: {plan}");
     }
 }
+
+#[pg_test]
+fn the_guard_judges_the_final_row_even_when_another_trigger_sets_the_status() {
+    business_table();
+    run("ALTER TABLE txn ADD COLUMN note text;
+         SELECT sendjobs_guard_terminal('txn');
+         UPDATE txn SET status = 'success' WHERE id = 't1';
+         CREATE FUNCTION sneaky() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN NEW.status := 'failed'; RETURN NEW; END $$;
+         CREATE TRIGGER a_sneaky BEFORE UPDATE ON txn FOR EACH ROW EXECUTE FUNCTION sneaky();
+         SET LOCAL sendjobs.guard_action = error;");
+    // The UPDATE names only `note`; another BEFORE trigger moves the status. Still refused.
+    assert_eq!(sqlstate_of("UPDATE txn SET note = 'x' WHERE id = 't1'"), "23514");
+    assert_eq!(one::<String>("SELECT status FROM txn WHERE id = 't1'"), "success");
+}
