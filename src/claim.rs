@@ -68,7 +68,6 @@ const CLAIM_ONE_QUEUE: &str = claim_sql!("AND queue = $4");
 /// (as their own claimer asked for it) has expired. Returns the rows as updated; keep
 /// `id` and `claim_generation` to finalize or heartbeat.
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_claim(
     batch: default!(Option<i32>, 1),
     lease: default!(Option<Interval>, "NULL"),

@@ -20,7 +20,6 @@ const FIND_BY_KEY: &str = "SELECT id FROM @extschema@.send_jobs WHERE idempotenc
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
 /// as it is: nothing is created and nothing about it changes.
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_enqueue(
     payload: Option<JsonB>,
     queue: default!(Option<&str>, "'default'"),

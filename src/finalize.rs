@@ -57,8 +57,8 @@ const FINALIZE_SQL: &str = "
                              ELSE 'failed' END,
                next_attempt_at = CASE
                    WHEN $3 = 'retry' AND job.attempts < job.max_attempts
-                   THEN coalesce($5, $4 + make_interval(secs =>
-                            least($7, $6 * power(2::float8, least(job.attempts - 1, 40))) / 1000.0))
+                   THEN coalesce($5, $4 + pg_catalog.make_interval(secs =>
+                            least($7, $6 * pg_catalog.power(2::float8, least(job.attempts - 1, 40))) / 1000.0))
                    ELSE job.next_attempt_at END,
                finished_at = CASE WHEN $3 = 'retry' AND job.attempts < job.max_attempts
                                   THEN NULL ELSE $4 END,
@@ -86,7 +86,6 @@ const JOB_EXISTS_SQL: &str = "SELECT EXISTS (SELECT FROM @extschema@.send_jobs W
 /// Records the outcome of the claim `(id, generation)`: `applied` when that claim is
 /// still the current one of an in_flight job, otherwise `stale` and nothing changes.
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_finalize(
     id: Option<i64>,
     generation: Option<i64>,
@@ -166,7 +165,6 @@ fn finalize(
 /// Extends the lease of the claim `(id, generation)` to `now + lease`: `applied` while
 /// that claim is current, `stale` when the worker has lost the job and must stop.
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_heartbeat(
     id: Option<i64>,
     generation: Option<i64>,

@@ -74,7 +74,6 @@ impl GuardRule {
 
 /// Attaches the guard to `tbl` (replacing a guard it already has).
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_guard_terminal(
     tbl: Option<PgRelation>,
     status_column: default!(Option<SqlName>, "'status'"),

@@ -29,8 +29,8 @@ const STAMP_SQL: &str = "
                pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)),
            CASE WHEN $1 = 'sent' THEN link.on_sent ELSE link.on_failed END,
            link.tbl::pg_catalog.text,
-           CASE WHEN status_col.attnum IS NULL THEN link.status_column::text
-                WHEN key_col.attnum IS NULL THEN link.key_column::text END
+           CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
+                WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END
       FROM @extschema@.sendjobs_transaction_link AS link
       LEFT JOIN pg_catalog.pg_attribute AS status_col
              ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column
@@ -44,7 +44,6 @@ const STAMP_SQL: &str = "
 /// in the same transaction, through any guard on the table. Calling it again replaces
 /// the link.
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_link_transactions(
     tbl: Option<PgRelation>,
     key_column: default!(Option<SqlName>, "'id'"),
@@ -112,7 +111,6 @@ fn link_transactions(
 
 /// Removes the link: finalizes stop stamping any business table.
 #[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
 fn sendjobs_unlink_transactions() {
     or_raise(Spi::connect_mut(|client| {
         let unlink = plan(

@@ -530,3 +530,21 @@ fn the_guard_judges_the_final_row_even_when_another_trigger_sets_the_status() {
     assert_eq!(sqlstate_of("UPDATE txn SET note = 'x' WHERE id = 't1'"), "23514");
     assert_eq!(one::<String>("SELECT status FROM txn WHERE id = 't1'"), "success");
 }
+
+#[pg_test]
+fn user_triggers_on_the_linked_table_run_with_the_callers_search_path() {
+    business_table();
+    run("CREATE TABLE txn_history (id text, old_status text, new_status text);
+         CREATE FUNCTION record_txn() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN INSERT INTO txn_history VALUES (NEW.id, OLD.status, NEW.status); RETURN NEW; END $$;
+         CREATE TRIGGER history AFTER UPDATE ON txn FOR EACH ROW EXECUTE FUNCTION record_txn();
+         SELECT sendjobs_guard_terminal('txn');
+         SELECT sendjobs_link_transactions('txn');
+         SELECT sendjobs_enqueue('{}', transaction_id => 't1');");
+    let (id, generation) = claim_one("1 minute");
+    assert_eq!(one::<String>(&format!("SELECT sendjobs_finalize({id}, {generation}, 'sent')")), "applied");
+    assert_eq!(
+        one::<String>("SELECT string_agg(concat_ws(':', id, old_status, new_status), ',') FROM txn_history"),
+        "t1:pending:success"
+    );
+}
