@@ -32,6 +32,7 @@ pub extern "C-unwind" fn _PG_init() {
 #[pg_schema]
 mod tests {
     include!("tests.rs");
+    include!("model_tests.rs");
 }
 
 #[cfg(test)]
