@@ -46,11 +46,17 @@ impl Outcome {
     }
 }
 
-/// One statement: the fenced update, the event for a terminal result, and what the
-/// business-row stamp needs. A retry past max_attempts becomes `failed`. The backoff is
-/// base * 2^(attempts - 1) capped at max, computed in milliseconds (no interval overflow).
+/// One statement for a batch of claims `($1[i], $2[i])`, each fenced on its own: the
+/// fenced update, the event of each terminal result, and per claim what the caller and
+/// the business-row stamp need. A retry past max_attempts becomes `failed`. The backoff
+/// is base * 2^(attempts - 1) capped at max, computed in milliseconds (no interval
+/// overflow). `known` is only looked up for claims that did not apply.
 const FINALIZE_SQL: &str = "
-    WITH done AS (
+    WITH claim AS (
+        SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
+                      WITH ORDINALITY AS c(id, generation, ord)
+    ),
+    done AS (
         UPDATE @extschema@.send_jobs AS job
            SET status = CASE WHEN $3 <> 'retry' THEN $3
                              WHEN job.attempts < job.max_attempts THEN 'pending'
@@ -64,7 +70,8 @@ const FINALIZE_SQL: &str = "
                                   THEN NULL ELSE $4 END,
                lease_expires_at = NULL,
                last_error = coalesce($8, job.last_error)
-         WHERE job.id = $1 AND job.status = 'in_flight' AND job.claim_generation = $2
+          FROM claim
+         WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
      RETURNING job.id, job.status, job.transaction_id, job.claim_generation
     ),
     event AS (
@@ -73,7 +80,11 @@ const FINALIZE_SQL: &str = "
           FROM done
          WHERE status IN ('sent', 'failed')
     )
-    SELECT done.status, done.transaction_id FROM done";
+    SELECT claim.id, done.status, done.transaction_id,
+           CASE WHEN done.id IS NOT NULL THEN true
+                ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END
+      FROM claim LEFT JOIN done ON done.id = claim.id
+     ORDER BY claim.ord";
 
 const HEARTBEAT_SQL: &str = "
     UPDATE @extschema@.send_jobs
@@ -93,18 +104,64 @@ fn sendjobs_finalize(
     error: default!(Option<&str>, "NULL"),
     retry_at: default!(Option<TimestampWithTimeZone>, "NULL"),
 ) -> &'static str {
-    or_raise(finalize(id, generation, outcome, error, retry_at))
+    let claim = required(id, "id").and_then(|id| Ok((id, fenced_generation(generation)?)));
+    let results = or_raise(claim.and_then(|claim| finalize(&[claim], outcome, error, retry_at)));
+    results.first().map_or(STALE, |(_, result)| result)
+}
+
+/// `sendjobs_finalize` for many claims in one call: `ids[i]` with `generations[i]`, each
+/// fenced on its own, all with one outcome. Returns one row per claim, in input order,
+/// saying whether it was `applied` or `stale`.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_finalize_batch(
+    ids: Option<Vec<Option<i64>>>,
+    generations: Option<Vec<Option<i64>>>,
+    outcome: Option<&str>,
+    error: default!(Option<&str>, "NULL"),
+    retry_at: default!(Option<TimestampWithTimeZone>, "NULL"),
+) -> TableIterator<'static, (name!(id, i64), name!(result, &'static str))> {
+    TableIterator::new(or_raise(
+        batch_claims(ids, generations)
+            .and_then(|claims| finalize(&claims, outcome, error, retry_at)),
+    ))
+}
+
+/// Pairs up the ids and generations of a batch, refusing NULLs, mismatched lengths and
+/// repeated ids (one call may finalize a job once).
+fn batch_claims(
+    ids: Option<Vec<Option<i64>>>,
+    generations: Option<Vec<Option<i64>>>,
+) -> Result<Vec<(i64, i64)>> {
+    let ids = required(ids, "ids")?;
+    let generations = required(generations, "generations")?;
+    if ids.len() != generations.len() {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "ids and generations must have the same length, got {} and {}",
+            ids.len(),
+            generations.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    ids.into_iter()
+        .zip(generations)
+        .map(|(id, generation)| {
+            let id = required(id, "an element of ids")?;
+            if !seen.insert(id) {
+                return Err(SendJobsError::InvalidArgument(format!(
+                    "job {id} appears twice in ids"
+                )));
+            }
+            Ok((id, fenced_generation(generation)?))
+        })
+        .collect()
 }
 
 fn finalize(
-    id: Option<i64>,
-    generation: Option<i64>,
+    claims: &[(i64, i64)],
     outcome: Option<&str>,
     error: Option<&str>,
     retry_at: Option<TimestampWithTimeZone>,
-) -> Result<&'static str> {
-    let id = required(id, "id")?;
-    let generation = fenced_generation(generation)?;
+) -> Result<Vec<(i64, &'static str)>> {
     let outcome: Outcome = required(outcome, "outcome")?.parse()?;
     if retry_at.is_some() && outcome != Outcome::Retry {
         return Err(SendJobsError::InvalidArgument(
@@ -116,6 +173,10 @@ fn finalize(
             "error is only accepted with outcome 'failed' or 'retry'".into(),
         ));
     }
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, generations): (Vec<i64>, Vec<i64>) = claims.iter().copied().unzip();
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
@@ -123,8 +184,8 @@ fn finalize(
             client,
             FINALIZE_SQL,
             &[
-                pg_sys::INT8OID.into(),
-                pg_sys::INT8OID.into(),
+                pg_sys::INT8ARRAYOID.into(),
+                pg_sys::INT8ARRAYOID.into(),
                 pg_sys::TEXTOID.into(),
                 pg_sys::TIMESTAMPTZOID.into(),
                 pg_sys::TIMESTAMPTZOID.into(),
@@ -133,32 +194,46 @@ fn finalize(
                 pg_sys::TEXTOID.into(),
             ],
         )?;
-        let done = client
-            .update(
-                &*finalize,
-                None,
-                &[
-                    id.into(),
-                    generation.into(),
-                    outcome.as_str().into(),
-                    now.into(),
-                    retry_at.into(),
-                    f64::from(config::retry_backoff_base_ms()).into(),
-                    f64::from(config::retry_backoff_max_ms()).into(),
-                    error.into(),
-                ],
-            )?
-            .first();
-        if done.is_empty() {
-            return stale_or_unknown(client, id);
+        let rows = client.update(
+            &*finalize,
+            None,
+            &[
+                ids.into(),
+                generations.into(),
+                outcome.as_str().into(),
+                now.into(),
+                retry_at.into(),
+                f64::from(config::retry_backoff_base_ms()).into(),
+                f64::from(config::retry_backoff_max_ms()).into(),
+                error.into(),
+            ],
+        )?;
+        let mut results = Vec::with_capacity(rows.len());
+        let mut to_stamp = Vec::new();
+        for row in rows {
+            let id = row.get::<i64>(1)?.unwrap_or_default();
+            if row.get::<bool>(4)? != Some(true) {
+                return Err(SendJobsError::UnknownJob(id));
+            }
+            let Some(status) = row.get::<String>(2)? else {
+                results.push((id, STALE));
+                continue;
+            };
+            if let Some(transaction_id) = row.get::<String>(3)? {
+                if status == "sent" || status == "failed" {
+                    to_stamp.push((status, transaction_id));
+                }
+            }
+            results.push((id, APPLIED));
         }
-        let (status, transaction_id) = done.get_two::<String, String>()?;
-        if let (Some(status), Some(transaction_id)) = (status, transaction_id) {
-            if status == "sent" || status == "failed" {
-                link::stamp_transaction(client, &status, &transaction_id)?;
+        if !to_stamp.is_empty() {
+            if let Some(link) = link::TransactionLink::current(client)? {
+                for (status, transaction_id) in &to_stamp {
+                    link.stamp(client, status, transaction_id)?;
+                }
             }
         }
-        Ok(APPLIED)
+        Ok(results)
     })
 }
 

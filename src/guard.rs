@@ -13,7 +13,6 @@ use pgrx::PgRelation;
 use crate::catalog::{column_type, require_table, table_display};
 use crate::config::{self, GuardAction};
 use crate::errors::{self, or_raise, required, SendJobsError};
-use crate::spi_plans::extension_oid;
 use crate::spi_plans::extension_schema;
 use crate::spi_plans::first_value;
 use crate::sql_name::SqlName;
@@ -111,7 +110,7 @@ fn guard_terminal(
     Spi::connect_mut(|client| {
         require_table(client, relid)?;
         column_type(client, relid, &rule.column)?;
-        let schema = extension_schema(client, extension_oid()?)?;
+        let schema = extension_schema(client)?;
         let create = format!(
             "CREATE OR REPLACE TRIGGER {trigger} BEFORE UPDATE ON {table} FOR EACH ROW \
              EXECUTE FUNCTION {schema}.sendjobs_guard_terminal_trigger({column_arg}, {terminal}, {exits})",

@@ -27,7 +27,8 @@ const STAMP_SQL: &str = "
                pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
                link.key_column,
                pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)),
-           CASE WHEN $1 = 'sent' THEN link.on_sent ELSE link.on_failed END,
+           link.on_sent,
+           link.on_failed,
            link.tbl::pg_catalog.text,
            CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
                 WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END
@@ -123,40 +124,64 @@ fn sendjobs_unlink_transactions() {
     }))
 }
 
-/// Sets the linked business row of an applied terminal finalize (`status` is `sent` or
-/// `failed`). No link: nothing to do. No such business row, or a guard that skips the
-/// change: nothing changes. A guard in `error` mode aborts the finalize.
-pub fn stamp_transaction(
-    client: &mut SpiClient<'_>,
-    status: &str,
-    transaction_id: &str,
-) -> Result<()> {
-    let lookup = plan(client, STAMP_SQL, &[pg_sys::TEXTOID.into()])?;
-    let link = client.select(&*lookup, Some(1), &[status.into()])?.first();
-    if link.is_empty() {
-        return Ok(());
+/// The current link, ready to stamp business rows.
+pub struct TransactionLink {
+    stamp: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
+    on_sent: String,
+    on_failed: String,
+}
+
+impl TransactionLink {
+    /// The link as declared now, or None when no table is linked. A linked column that
+    /// was dropped or renamed since is reported (42703), not silently skipped.
+    pub fn current(client: &SpiClient<'_>) -> Result<Option<Self>> {
+        let lookup = plan(client, STAMP_SQL, &[])?;
+        let link = client.select(&*lookup, Some(1), &[])?.first();
+        if link.is_empty() {
+            return Ok(None);
+        }
+        let (stamp_sql, on_sent, on_failed) = link.get_three::<String, String, String>()?;
+        if let Some(column) = link.get::<String>(5)? {
+            let table = link.get::<String>(4)?.unwrap_or_default();
+            return Err(SendJobsError::UndefinedColumn { table, column });
+        }
+        let (Some(stamp_sql), Some(on_sent), Some(on_failed)) = (stamp_sql, on_sent, on_failed)
+        else {
+            return Err(SendJobsError::Internal(
+                "the transaction link is incomplete".into(),
+            ));
+        };
+        let stamp = plan(
+            client,
+            &stamp_sql,
+            &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
+        )?;
+        Ok(Some(Self {
+            stamp,
+            on_sent,
+            on_failed,
+        }))
     }
-    let (stamp_sql, value, table) = link.get_three::<String, String, String>()?;
-    if let Some(column) = link.get::<String>(4)? {
-        return Err(SendJobsError::UndefinedColumn {
-            table: table.unwrap_or_default(),
-            column,
-        });
+
+    /// Sets the business row of an applied terminal finalize (`status` is `sent` or
+    /// `failed`). No such row, or a guard that skips the change: nothing changes. A guard
+    /// in `error` mode aborts the finalize.
+    pub fn stamp(
+        &self,
+        client: &mut SpiClient<'_>,
+        status: &str,
+        transaction_id: &str,
+    ) -> Result<()> {
+        let value = if status == "sent" {
+            &self.on_sent
+        } else {
+            &self.on_failed
+        };
+        client.update(
+            &*self.stamp,
+            None,
+            &[value.as_str().into(), transaction_id.into()],
+        )?;
+        Ok(())
     }
-    let (Some(stamp_sql), Some(value)) = (stamp_sql, value) else {
-        return Err(SendJobsError::Internal(
-            "the transaction link is incomplete".into(),
-        ));
-    };
-    let stamp = plan(
-        client,
-        &stamp_sql,
-        &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
-    )?;
-    client.update(
-        &*stamp,
-        None,
-        &[value.as_str().into(), transaction_id.into()],
-    )?;
-    Ok(())
 }

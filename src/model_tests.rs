@@ -40,6 +40,7 @@ enum Op {
     Enqueue { due: Due, linked: bool, key: Option<u8>, max_attempts: i32 },
     Claim { batch: i32, zero_lease: bool },
     Finalize { job: usize, generation: GenerationChoice, outcome: &'static str, retry_at: RetryAt },
+    FinalizeBatch { jobs: Vec<(usize, GenerationChoice)>, outcome: &'static str },
     Heartbeat { job: usize, generation: GenerationChoice, zero_lease: bool },
     Expire { job: usize },
     MakeDue { job: usize, tick: u32 },
@@ -70,6 +71,11 @@ fn op() -> impl Strategy<Value = Op> {
             prop_oneof![Just(RetryAt::Backoff), due().prop_map(RetryAt::At)],
         )
             .prop_map(|(job, generation, outcome, retry_at)| Op::Finalize { job, generation, outcome, retry_at }),
+        2 => (
+            proptest::collection::vec((any::<usize>(), generation_choice()), 1..4),
+            prop_oneof![Just("sent"), Just("failed"), Just("retry")],
+        )
+            .prop_map(|(jobs, outcome)| Op::FinalizeBatch { jobs, outcome }),
         2 => (any::<usize>(), generation_choice(), any::<bool>())
             .prop_map(|(job, generation, zero_lease)| Op::Heartbeat { job, generation, zero_lease }),
         2 => any::<usize>().prop_map(|job| Op::Expire { job }),
@@ -314,6 +320,39 @@ fn step(model: &mut Model, op: &Op, index: usize) -> Result<(), String> {
             let want = model.finalize(job.id, generation, outcome, retry_at);
             if got != want {
                 return Err(format!("finalize({}, {generation}, {outcome}) = {got}, model {want}", job.id));
+            }
+        }
+        Op::FinalizeBatch { ref jobs, outcome } => {
+            let mut claims: Vec<(i64, i64)> = Vec::new();
+            for &(job, generation) in jobs {
+                let Some(job) = pick(job) else { return Ok(()) };
+                if claims.iter().all(|(id, _)| *id != job.id) {
+                    claims.push((job.id, generation_of(&job, generation)));
+                }
+            }
+            let (ids, generations): (Vec<String>, Vec<String>) =
+                claims.iter().map(|(id, generation)| (id.to_string(), generation.to_string())).unzip();
+            let got = Spi::connect(|client| {
+                client
+                    .select(
+                        &format!(
+                            "SELECT id, result FROM sendjobs_finalize_batch('{{{}}}', '{{{}}}', '{outcome}')",
+                            ids.join(","),
+                            generations.join(",")
+                        ),
+                        None,
+                        &[],
+                    )
+                    .unwrap()
+                    .map(|row| (row.get::<i64>(1).unwrap().unwrap(), row.get::<String>(2).unwrap().unwrap()))
+                    .collect::<Vec<_>>()
+            });
+            let want: Vec<(i64, String)> = claims
+                .iter()
+                .map(|&(id, generation)| (id, model.finalize(id, generation, outcome, RetryAt::Backoff).to_string()))
+                .collect();
+            if got != want {
+                return Err(format!("finalize_batch({claims:?}, {outcome}) = {got:?}, model {want:?}"));
             }
         }
         Op::Heartbeat { job, generation, zero_lease } => {

@@ -15,7 +15,9 @@ use pgrx::{FromDatum, IntoDatum};
 use crate::errors::{Result, SendJobsError};
 
 struct PlanCache {
-    extension_oid: pg_sys::Oid,
+    /// `send_jobs` of the extension the plans were made for: while this relation exists
+    /// the extension has not been dropped, so the cached schema and plans still hold.
+    send_jobs: pg_sys::Oid,
     schema: String,
     plans: HashMap<String, Rc<OwnedPreparedStatement>>,
 }
@@ -24,65 +26,77 @@ thread_local! {
     static CACHE: RefCell<Option<PlanCache>> = const { RefCell::new(None) };
 }
 
-pub fn extension_oid() -> Result<pg_sys::Oid> {
-    // SAFETY: a catalog lookup by name; with missing_ok it returns InvalidOid instead of raising.
-    let oid = unsafe { pg_sys::get_extension_oid(c"sendjobs".as_ptr(), true) };
-    if oid == pg_sys::InvalidOid {
-        return Err(SendJobsError::Internal(
-            "extension sendjobs is not installed".into(),
-        ));
+impl PlanCache {
+    fn is_current(&self) -> bool {
+        // SAFETY: a syscache probe by OID; it returns '\0' for a relation that is gone.
+        unsafe { pg_sys::get_rel_relkind(self.send_jobs) != 0 }
     }
-    Ok(oid)
+
+    fn load(client: &SpiClient<'_>) -> Result<Self> {
+        let row = client
+            .select(
+                "SELECT pg_catalog.quote_ident(n.nspname), c.oid
+                   FROM pg_catalog.pg_extension e
+                   JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+                   JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'send_jobs'
+                  WHERE e.extname = 'sendjobs'",
+                Some(1),
+                &[],
+            )?
+            .first();
+        let (schema, send_jobs) = if row.is_empty() {
+            (None, None)
+        } else {
+            row.get_two::<String, pg_sys::Oid>()?
+        };
+        match (schema, send_jobs) {
+            (Some(schema), Some(send_jobs)) => Ok(Self {
+                send_jobs,
+                schema,
+                plans: HashMap::new(),
+            }),
+            _ => Err(SendJobsError::Internal(
+                "extension sendjobs is not installed".into(),
+            )),
+        }
+    }
 }
 
-pub fn extension_schema(client: &SpiClient<'_>, extension_oid: pg_sys::Oid) -> Result<String> {
-    let schema = first_value::<String>(client.select(
-        "SELECT pg_catalog.quote_ident(n.nspname)
-               FROM pg_catalog.pg_extension e
-               JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-              WHERE e.oid = $1",
-        Some(1),
-        &[extension_oid.into()],
-    )?)?;
-    schema.ok_or_else(|| SendJobsError::Internal("the schema of extension sendjobs is gone".into()))
+/// Runs `f` on the backend's cache, (re)loading it when the extension is new to it.
+fn with_cache<R>(client: &SpiClient<'_>, f: impl FnOnce(&mut PlanCache) -> R) -> Result<R> {
+    let current = CACHE.with_borrow(|cache| cache.as_ref().is_some_and(PlanCache::is_current));
+    if !current {
+        CACHE.set(Some(PlanCache::load(client)?));
+    }
+    CACHE.with_borrow_mut(|cache| match cache {
+        Some(cache) => Ok(f(cache)),
+        None => Err(SendJobsError::Internal("the plan cache is missing".into())),
+    })
+}
+
+/// The extension's schema, quoted for SQL text.
+pub fn extension_schema(client: &SpiClient<'_>) -> Result<String> {
+    with_cache(client, |cache| cache.schema.clone())
 }
 
 /// Returns the backend's prepared plan for `sql`, preparing and keeping it on first use.
-/// A re-created extension (new OID) starts a fresh cache.
 pub fn plan(
     client: &SpiClient<'_>,
     sql: &str,
     args: &[PgOid],
 ) -> Result<Rc<OwnedPreparedStatement>> {
-    let extension_oid = extension_oid()?;
-    let cached = CACHE.with_borrow(|cache| match cache {
-        Some(cache) if cache.extension_oid == extension_oid => Some(cache.plans.get(sql).cloned()),
-        _ => None,
-    });
-    let schema = match cached {
-        Some(Some(plan)) => return Ok(plan),
-        Some(None) => CACHE.with_borrow(|cache| cache.as_ref().map(|c| c.schema.clone())),
-        None => None,
-    };
-    let schema = match schema {
-        Some(schema) => schema,
-        None => {
-            let schema = extension_schema(client, extension_oid)?;
-            CACHE.set(Some(PlanCache {
-                extension_oid,
-                schema: schema.clone(),
-                plans: HashMap::new(),
-            }));
-            schema
-        }
-    };
+    let (cached, schema) = with_cache(client, |cache| {
+        (cache.plans.get(sql).cloned(), cache.schema.clone())
+    })?;
+    if let Some(plan) = cached {
+        return Ok(plan);
+    }
+    // Prepared outside the cache's borrow: preparing may run code that plans statements too.
     let text = sql.replace("@extschema@", &schema);
     let prepared = Rc::new(client.prepare_mut(text.as_str(), args)?.keep());
-    CACHE.with_borrow_mut(|cache| {
-        if let Some(cache) = cache {
-            cache.plans.insert(sql.to_owned(), prepared.clone());
-        }
-    });
+    with_cache(client, |cache| {
+        cache.plans.insert(sql.to_owned(), prepared.clone())
+    })?;
     Ok(prepared)
 }
 

@@ -548,3 +548,47 @@ fn user_triggers_on_the_linked_table_run_with_the_callers_search_path() {
         "t1:pending:success"
     );
 }
+
+#[pg_test]
+fn finalize_batch_fences_each_claim_and_reports_in_order() {
+    business_table();
+    run("SELECT sendjobs_link_transactions('txn');
+         SELECT sendjobs_enqueue('{}', transaction_id => 't' || g) FROM generate_series(1, 3) g;");
+    let claimed = Spi::connect(|client| {
+        client
+            .select("SELECT id, claim_generation FROM sendjobs_claim(3, '1 minute')", None, &[])
+            .unwrap()
+            .map(|row| (row.get::<i64>(1).unwrap().unwrap(), row.get::<i64>(2).unwrap().unwrap()))
+            .collect::<Vec<_>>()
+    });
+    let [(a, ga), (b, gb), (c, gc)] = claimed[..] else { panic!("claimed {claimed:?}") };
+    let results = one::<String>(&format!(
+        "SELECT string_agg(id || '=' || result, ',')
+           FROM sendjobs_finalize_batch(ARRAY[{c}, {a}, {b}], ARRAY[{gc}, {ga}, {}], 'sent')",
+        gb + 1
+    ));
+    assert_eq!(results, format!("{c}=applied,{a}=applied,{b}=stale"));
+    assert_eq!(
+        one::<String>("SELECT string_agg(id || '=' || status, ',' ORDER BY id) FROM txn WHERE id <= 't3'"),
+        "t1=success,t2=pending,t3=success"
+    );
+    assert_eq!(one::<i64>("SELECT count(*) FROM send_job_events"), 2);
+    assert_eq!(
+        one::<String>("SELECT coalesce(string_agg(id::text, ','), '') FROM sendjobs_finalize_batch('{}', '{}', 'sent')"),
+        ""
+    );
+    let before = state();
+    for (sql, expected) in [
+        (format!("SELECT sendjobs_finalize_batch(NULL, ARRAY[{gb}], 'sent')"), "22004"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}], NULL, 'sent')"), "22004"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}, NULL], ARRAY[{gb}, 1], 'sent')"), "22004"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}], ARRAY[{gb}, 1], 'sent')"), "22023"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}, {b}], ARRAY[{gb}, {gb}], 'sent')"), "22023"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}], ARRAY[-1], 'sent')"), "22023"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}], ARRAY[{gb}], 'nope')"), "22023"),
+        (format!("SELECT sendjobs_finalize_batch(ARRAY[{b}, {}], ARRAY[{gb}, 1], 'sent')", c + 1000), "P0002"),
+    ] {
+        assert_eq!(sqlstate_of(&sql), expected, "{sql}");
+    }
+    assert_eq!(before, state(), "a refused batch changed something");
+}
