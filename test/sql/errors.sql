@@ -1,0 +1,296 @@
+-- Bad input: every function of sendjobs rejects it with a clear message and a documented
+-- SQLSTATE, and changes nothing.
+--
+-- After each rejected call, `sqlstate` is psql's :SQLSTATE of that call, and
+-- `nothing_changed` compares everything the calls could touch (the queue, the events,
+-- the link, the identity sequence, the business table and its triggers) with a snapshot
+-- taken before the first bad call.
+
+-- Start afresh, whatever an earlier test may have left behind.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS sendjobs CASCADE;
+DROP SCHEMA IF EXISTS shop CASCADE;
+DROP TABLE IF EXISTS misuse, baseline;
+DROP FUNCTION IF EXISTS nothing_changed(), test_state();
+RESET client_min_messages;
+CREATE EXTENSION sendjobs;
+\set SHOW_CONTEXT never
+
+-- The fixture: a guarded, linked business table (in its own schema, shop); job 1
+-- in_flight under generation 1 (linked to payment p1), job 2 pending with an
+-- idempotency key.
+CREATE SCHEMA shop;
+CREATE TABLE shop.payments (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
+INSERT INTO shop.payments VALUES ('p1');
+CREATE VIEW shop.payments_view AS SELECT * FROM shop.payments;
+CREATE TYPE shop.payment_status AS ENUM ('pending', 'success', 'failed');
+CREATE TABLE shop.typed_payments (id int PRIMARY KEY, status shop.payment_status NOT NULL DEFAULT 'pending');
+SELECT sendjobs_guard_terminal('shop.payments');
+SELECT sendjobs_link_transactions('shop.payments');
+SELECT sendjobs_enqueue('{"n": 1}', transaction_id => 'p1');
+SELECT id, claim_generation FROM sendjobs_claim(1);
+SELECT sendjobs_enqueue('{"n": 2}', idempotency_key => 'k2');
+
+CREATE FUNCTION test_state() RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_build_object(
+    'jobs',     (SELECT jsonb_agg(to_jsonb(j) ORDER BY j.id) FROM send_jobs j),
+    'events',   (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.id) FROM send_job_events e),
+    'link',     (SELECT jsonb_agg(to_jsonb(l)) FROM sendjobs_transaction_link l),
+    'next_id',  (SELECT last_value FROM send_jobs_id_seq),
+    'payments', (SELECT jsonb_agg(to_jsonb(p) ORDER BY p.id) FROM shop.payments p),
+    'triggers', (SELECT jsonb_agg(t.tgname || ' ' || encode(t.tgargs, 'escape') ORDER BY t.tgname)
+                   FROM pg_trigger t
+                  WHERE t.tgrelid IN ('shop.payments'::regclass, 'shop.typed_payments'::regclass)
+                    AND NOT t.tgisinternal))
+$$;
+CREATE TABLE baseline AS SELECT test_state() AS state;
+CREATE FUNCTION nothing_changed() RETURNS boolean LANGUAGE sql AS $$
+  SELECT test_state() = state FROM baseline
+$$;
+
+-------------------------------------------------------------------------------------
+-- sendjobs_enqueue
+-------------------------------------------------------------------------------------
+
+-- 22004 null_value_not_allowed: the payload is required, and so is a queue.
+SELECT sendjobs_enqueue(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023 invalid_parameter_value: an empty queue name, an attempt budget below 1.
+SELECT sendjobs_enqueue('{}', queue => '');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', max_attempts => 0);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', max_attempts => -3);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- A payload that is not JSON never reaches the function (22P02 from jsonb itself).
+SELECT sendjobs_enqueue('not json');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+
+-------------------------------------------------------------------------------------
+-- sendjobs_claim
+-------------------------------------------------------------------------------------
+
+-- 22004: batch is required (lease NULL means the default lease, queue NULL any queue).
+SELECT * FROM sendjobs_claim(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: batch below 1 or above sendjobs.max_batch (1000 by default).
+SELECT * FROM sendjobs_claim(0);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_claim(-1);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_claim(1001);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SET sendjobs.max_batch = 2;
+SELECT * FROM sendjobs_claim(3);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+RESET sendjobs.max_batch;
+-- 22023: a negative lease.
+SELECT * FROM sendjobs_claim(1, interval '-1 second');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_claim(1, interval '1 hour ago');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+
+-------------------------------------------------------------------------------------
+-- sendjobs_finalize
+-------------------------------------------------------------------------------------
+
+-- 22004: id, generation and outcome are required.
+SELECT sendjobs_finalize(NULL, 1, 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(1, NULL, 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(1, 1, NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: a negative generation.
+SELECT sendjobs_finalize(1, -1, 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: an unknown outcome (outcomes are lower case: sent, failed, retry).
+SELECT sendjobs_finalize(1, 1, 'done');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(1, 1, 'SENT');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: an error text with 'sent'; a retry_at with anything but 'retry'.
+SELECT sendjobs_finalize(1, 1, 'sent', 'why an error?');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(1, 1, 'sent', retry_at => now());
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(1, 1, 'failed', 'boom', now());
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- P0002 no_data_found: a job id that does not exist. (A job that exists but is not held
+-- under that generation is not an error: the call returns 'stale'.)
+SELECT sendjobs_finalize(999, 1, 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(2, 1, 'sent') AS pending_job, sendjobs_finalize(1, 2, 'sent') AS other_generation;
+SELECT nothing_changed();
+
+-------------------------------------------------------------------------------------
+-- sendjobs_heartbeat
+-------------------------------------------------------------------------------------
+
+-- 22004: id and generation are required (lease NULL means the default lease).
+SELECT sendjobs_heartbeat(NULL, 1);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_heartbeat(1, NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: a negative generation or lease.
+SELECT sendjobs_heartbeat(1, -1);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_heartbeat(1, 1, interval '-5 minutes');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- P0002: a job id that does not exist; a known job not held under that generation is 'stale'.
+SELECT sendjobs_heartbeat(999, 1);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_heartbeat(1, 5) AS other_generation;
+SELECT nothing_changed();
+
+-------------------------------------------------------------------------------------
+-- sendjobs_guard_terminal
+-------------------------------------------------------------------------------------
+
+-- 22004: the table is required; so are the column, the terminal list and the exits
+-- (an empty exits list is fine: no exits).
+SELECT sendjobs_guard_terminal(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,NULL}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,failed}', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 42P01: a table that does not exist is refused by the regclass argument itself.
+SELECT sendjobs_guard_terminal('no_such_table');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 42809 wrong_object_type: not a table.
+SELECT sendjobs_guard_terminal('shop.payments_view');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments_pkey');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 42703 undefined_column: a status column the table does not have.
+SELECT sendjobs_guard_terminal('shop.payments', 'state');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: no terminal status, an empty one, or an exit that is not "terminal:other".
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,""}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,failed}', '{failed}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,failed}', '{pending:failed}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,failed}', '{failed:failed}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_guard_terminal('shop.payments', 'status', '{success,failed}', '{failed:}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+
+-------------------------------------------------------------------------------------
+-- sendjobs_link_transactions
+-------------------------------------------------------------------------------------
+
+-- 22004: every argument is required.
+SELECT sendjobs_link_transactions(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_link_transactions('shop.payments', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_link_transactions('shop.payments', 'id', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_link_transactions('shop.payments', on_sent => NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_link_transactions('shop.payments', on_failed => NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 42P01 and 42809: no such table, not a table.
+SELECT sendjobs_link_transactions('no_such_table');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_link_transactions('shop.payments_view');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 42703: a key or status column the table does not have.
+SELECT sendjobs_link_transactions('shop.payments', 'payment_id');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_link_transactions('shop.payments', 'id', 'state');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- The stamp values must be valid for the status column now, not at the first finalize:
+-- 'sent' is not a shop.payment_status (22P02 from the enum's input function).
+SELECT sendjobs_link_transactions('shop.typed_payments', on_sent => 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+
+-------------------------------------------------------------------------------------
+-- Settings
+-------------------------------------------------------------------------------------
+
+-- The settings refuse values out of their range (22023), like any other setting.
+SET sendjobs.guard_action = 'ignore';
+SELECT :'SQLSTATE' AS sqlstate;
+SET sendjobs.max_batch = 0;
+SELECT :'SQLSTATE' AS sqlstate;
+SET sendjobs.default_lease = -1;
+SELECT :'SQLSTATE' AS sqlstate;
+SET sendjobs.default_max_attempts = 0;
+SELECT :'SQLSTATE' AS sqlstate;
+SELECT current_setting('sendjobs.guard_action') AS guard_action,
+       current_setting('sendjobs.max_batch') AS max_batch,
+       current_setting('sendjobs.default_lease') AS default_lease,
+       current_setting('sendjobs.default_max_attempts') AS default_max_attempts,
+       current_setting('sendjobs.retry_backoff_base') AS retry_backoff_base,
+       current_setting('sendjobs.retry_backoff_max') AS retry_backoff_max;
+
+-------------------------------------------------------------------------------------
+-- The guard's trigger function attached the wrong way
+-------------------------------------------------------------------------------------
+
+-- sendjobs_guard_terminal_trigger must fire BEFORE UPDATE ... FOR EACH ROW; anything
+-- else fails the statement with 39P01 trigger_protocol_violated, as do more than three
+-- arguments. Arguments it cannot use fail the same way as in sendjobs_guard_terminal.
+CREATE TABLE misuse (id int PRIMARY KEY, status text);
+INSERT INTO misuse VALUES (1, 'success');
+CREATE TRIGGER guard AFTER UPDATE ON misuse
+  FOR EACH ROW EXECUTE FUNCTION sendjobs_guard_terminal_trigger();
+UPDATE misuse SET status = 'failed';
+SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
+DROP TRIGGER guard ON misuse;
+CREATE TRIGGER guard BEFORE UPDATE ON misuse
+  FOR EACH STATEMENT EXECUTE FUNCTION sendjobs_guard_terminal_trigger();
+UPDATE misuse SET status = 'failed';
+SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
+DROP TRIGGER guard ON misuse;
+CREATE TRIGGER guard BEFORE INSERT ON misuse
+  FOR EACH ROW EXECUTE FUNCTION sendjobs_guard_terminal_trigger();
+INSERT INTO misuse VALUES (2, 'failed');
+SELECT :'SQLSTATE' AS sqlstate, count(*) AS rows FROM misuse;
+DROP TRIGGER guard ON misuse;
+CREATE TRIGGER guard BEFORE UPDATE ON misuse
+  FOR EACH ROW EXECUTE FUNCTION sendjobs_guard_terminal_trigger('status', '{success}', '{}', 'extra');
+UPDATE misuse SET status = 'failed';
+SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
+DROP TRIGGER guard ON misuse;
+-- A column the table does not have: 42703.
+CREATE TRIGGER guard BEFORE UPDATE ON misuse
+  FOR EACH ROW EXECUTE FUNCTION sendjobs_guard_terminal_trigger('state');
+UPDATE misuse SET status = 'failed';
+SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
+DROP TRIGGER guard ON misuse;
+-- A terminal list that is not an array literal: 22P02 from the array input function.
+CREATE TRIGGER guard BEFORE UPDATE ON misuse
+  FOR EACH ROW EXECUTE FUNCTION sendjobs_guard_terminal_trigger('status', 'success');
+UPDATE misuse SET status = 'failed';
+SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
+DROP TRIGGER guard ON misuse;
+-- An exit that is not "terminal:other": 22023.
+CREATE TRIGGER guard BEFORE UPDATE ON misuse
+  FOR EACH ROW EXECUTE FUNCTION sendjobs_guard_terminal_trigger('status', '{success}', '{success}');
+UPDATE misuse SET status = 'failed';
+SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
+DROP TRIGGER guard ON misuse;
+
+-- After all of the above, the fixture is exactly as it was.
+SELECT nothing_changed();
+
+DROP TABLE misuse, baseline;
+DROP VIEW shop.payments_view;
+DROP TABLE shop.payments, shop.typed_payments;
+DROP TYPE shop.payment_status;
+DROP SCHEMA shop;
+DROP FUNCTION nothing_changed(), test_state();
+DROP EXTENSION sendjobs;
