@@ -102,6 +102,10 @@ run_suite() {
     return 0
   fi
   failed+=("$label")
+  # To review and bless new output: SENDJOBS_SQLTEST_RESULTS=DIR keeps the actual results.
+  if [ -n "${SENDJOBS_SQLTEST_RESULTS:-}" ] && [ -d "$out/results" ]; then
+    mkdir -p "$SENDJOBS_SQLTEST_RESULTS" && cp "$out"/results/*.out "$SENDJOBS_SQLTEST_RESULTS"/
+  fi
   if [ -f "$out/regression.diffs" ]; then
     echo "---- $label: regression.diffs"
     cat "$out/regression.diffs"

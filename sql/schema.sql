@@ -71,3 +71,19 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_transaction_link', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events_id_seq', '');
+
+-- A dropped business table takes its link with it: otherwise every terminal finalize of
+-- a job with a transaction_id would fail against a table that no longer exists.
+CREATE FUNCTION @extschema@.sendjobs_forget_dropped_link() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- Also fires while DROP EXTENSION sendjobs removes the link table itself.
+    IF pg_catalog.to_regclass('@extschema@.sendjobs_transaction_link') IS NOT NULL THEN
+        DELETE FROM @extschema@.sendjobs_transaction_link
+         WHERE tbl::oid IN (SELECT objid FROM pg_catalog.pg_event_trigger_dropped_objects()
+                             WHERE classid = 'pg_catalog.pg_class'::regclass AND objsubid = 0);
+    END IF;
+END $$;
+
+CREATE EVENT TRIGGER sendjobs_forget_dropped_link ON sql_drop
+    EXECUTE FUNCTION @extschema@.sendjobs_forget_dropped_link();

@@ -6,6 +6,7 @@ use pgrx::{pg_sys, JsonB};
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::link::TransactionLink;
 use crate::spi_plans::{first_value, plan};
 
 const INSERT_JOB: &str = "
@@ -62,6 +63,11 @@ fn enqueue(
     let run_at = run_at.unwrap_or_else(wall_clock);
 
     Spi::connect_mut(|client| {
+        if let Some(transaction_id) = transaction_id {
+            if let Some(link) = TransactionLink::current(client)? {
+                link.check_key(client, transaction_id)?;
+            }
+        }
         let insert = plan(
             client,
             INSERT_JOB,

@@ -38,7 +38,9 @@ pub enum SendJobsError {
     NotATable(String),
 
     /// 23514 check_violation, raised by the terminal guard when sendjobs.guard_action = error
-    #[error("sendjobs: refused to change {column} of {table} from terminal \"{from}\" to \"{to}\" ({key})")]
+    #[error(
+        "sendjobs: refused to change {column} of {table} from terminal {from} to {to} ({key})"
+    )]
     TerminalTransition {
         table: String,
         column: String,

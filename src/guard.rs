@@ -85,10 +85,11 @@ fn sendjobs_guard_terminal(
 fn no_null_elements(
     values: Option<Vec<Option<String>>>,
     name: &'static str,
+    element: &'static str,
 ) -> errors::Result<Vec<String>> {
     required(values, name)?
         .into_iter()
-        .map(|value| value.ok_or(SendJobsError::NullArgument(name)))
+        .map(|value| value.ok_or(SendJobsError::NullArgument(element)))
         .collect()
 }
 
@@ -102,8 +103,8 @@ fn guard_terminal(
     let column = required(status_column, "status_column")?.0;
     let rule = GuardRule::new(
         column,
-        no_null_elements(terminal, "terminal")?,
-        no_null_elements(exits, "exits")?,
+        no_null_elements(terminal, "terminal", "an element of terminal")?,
+        no_null_elements(exits, "exits", "an element of exits")?,
     )?;
     let relid = tbl.oid();
 
@@ -139,8 +140,10 @@ fn array_literal(client: &SpiClient<'_>, values: &[String]) -> errors::Result<St
 }
 
 thread_local! {
-    /// Parsed trigger arguments, by trigger OID (a trigger's arguments never change).
-    static RULES: RefCell<HashMap<pg_sys::Oid, Rc<GuardRule>>> = RefCell::new(HashMap::new());
+    /// Parsed rules, by the trigger's arguments (not by trigger OID: CREATE OR REPLACE
+    /// TRIGGER keeps the OID and changes the arguments, and a rolled-back replacement
+    /// must not leave its rule behind).
+    static RULES: RefCell<HashMap<Vec<String>, Rc<GuardRule>>> = RefCell::new(HashMap::new());
 }
 
 fn parse_array(client: &SpiClient<'_>, literal: &str) -> errors::Result<Vec<String>> {
@@ -149,17 +152,16 @@ fn parse_array(client: &SpiClient<'_>, literal: &str) -> errors::Result<Vec<Stri
         Some(1),
         &[literal.into()],
     )?)?;
-    no_null_elements(values, "guard argument")
+    no_null_elements(values, "guard argument", "an element of a guard argument")
 }
 
 fn rule_for(trigger: &PgTrigger<'_>) -> errors::Result<Rc<GuardRule>> {
-    let tgoid = trigger.trigger().tgoid;
-    if let Some(rule) = RULES.with_borrow(|rules| rules.get(&tgoid).cloned()) {
-        return Ok(rule);
-    }
     let args = trigger
         .extra_args()
         .map_err(|e| SendJobsError::TriggerMisuse(format!("unreadable trigger arguments: {e}")))?;
+    if let Some(rule) = RULES.with_borrow(|rules| rules.get(&args).cloned()) {
+        return Ok(rule);
+    }
     if args.len() > 3 {
         return Err(SendJobsError::TriggerMisuse(
             "the guard takes at most 3 arguments: status column, terminal statuses, exits".into(),
@@ -174,8 +176,13 @@ fn rule_for(trigger: &PgTrigger<'_>) -> errors::Result<Rc<GuardRule>> {
         )
     })?;
     let rule = Rc::new(rule);
-    RULES.with_borrow_mut(|rules| rules.insert(tgoid, rule.clone()));
+    RULES.with_borrow_mut(|rules| rules.insert(args, rule.clone()));
     Ok(rule)
+}
+
+/// A value for a message: `"text"`, or `NULL` without quotes.
+fn quoted_or_null(value: Option<String>) -> String {
+    value.map_or_else(|| "NULL".into(), |value| format!("\"{value}\""))
 }
 
 /// The column's value as text (its type's output function), or None for NULL.
@@ -240,8 +247,8 @@ fn guard_row<'a>(
         table: relation_display(trigger),
         column: rule.column.clone(),
         key: row_key(trigger),
-        from: old.unwrap_or_default(),
-        to: new.unwrap_or_else(|| "NULL".into()),
+        from: quoted_or_null(old),
+        to: quoted_or_null(new),
     };
     match config::guard_action() {
         GuardAction::Error => Err(refusal),

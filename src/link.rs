@@ -7,7 +7,7 @@ use pgrx::PgRelation;
 
 use crate::catalog::{column_type, require_table};
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::plan;
+use crate::spi_plans::{extension_schema, plan};
 use crate::sql_name::SqlName;
 
 const SAVE_LINK_SQL: &str = "
@@ -31,7 +31,8 @@ const STAMP_SQL: &str = "
            link.on_failed,
            link.tbl::pg_catalog.text,
            CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
-                WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END
+                WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END,
+           pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)
       FROM @extschema@.sendjobs_transaction_link AS link
       LEFT JOIN pg_catalog.pg_attribute AS status_col
              ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column
@@ -77,12 +78,20 @@ fn link_transactions(
 
     Spi::connect_mut(|client| {
         require_table(client, relid)?;
-        column_type(client, relid, &key_column.0)?;
         let status_type = column_type(client, relid, &status_column.0)?;
         // Both values must be valid for the status column now, not at the first finalize.
         // status_type comes from format_type, which quotes what needs quoting.
         let cast = format!("SELECT CAST($1 AS {status_type}), CAST($2 AS {status_type})");
         client.select(cast.as_str(), Some(1), &[on_sent.into(), on_failed.into()])?;
+
+        // Unfinished jobs must carry transaction_ids that can be keys of the new table.
+        let key_type = column_type(client, relid, &key_column.0)?;
+        let schema = extension_schema(client)?;
+        let unfinished = format!(
+            "SELECT count(CAST(transaction_id AS {key_type})) FROM {schema}.send_jobs
+              WHERE status IN ('pending', 'in_flight') AND transaction_id IS NOT NULL"
+        );
+        client.select(unfinished.as_str(), Some(1), &[])?;
 
         let save = plan(
             client,
@@ -127,6 +136,7 @@ fn sendjobs_unlink_transactions() {
 /// The current link, ready to stamp business rows.
 pub struct TransactionLink {
     stamp: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
+    key_check: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
     on_sent: String,
     on_failed: String,
 }
@@ -145,7 +155,9 @@ impl TransactionLink {
             let table = link.get::<String>(4)?.unwrap_or_default();
             return Err(SendJobsError::UndefinedColumn { table, column });
         }
-        let (Some(stamp_sql), Some(on_sent), Some(on_failed)) = (stamp_sql, on_sent, on_failed)
+        let key_type = link.get::<String>(6)?;
+        let (Some(stamp_sql), Some(on_sent), Some(on_failed), Some(key_type)) =
+            (stamp_sql, on_sent, on_failed, key_type)
         else {
             return Err(SendJobsError::Internal(
                 "the transaction link is incomplete".into(),
@@ -156,11 +168,25 @@ impl TransactionLink {
             &stamp_sql,
             &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
         )?;
+        // key_type comes from format_type, which quotes what needs quoting.
+        let key_check = plan(
+            client,
+            &format!("SELECT CAST($1 AS {key_type})"),
+            &[pg_sys::TEXTOID.into()],
+        )?;
         Ok(Some(Self {
             stamp,
+            key_check,
             on_sent,
             on_failed,
         }))
+    }
+
+    /// Refuses a transaction_id that cannot be a key of the linked table (the key type's
+    /// own input error, e.g. 22P02): such a job could never stamp its row.
+    pub fn check_key(&self, client: &SpiClient<'_>, transaction_id: &str) -> Result<()> {
+        client.select(&*self.key_check, Some(1), &[transaction_id.into()])?;
+        Ok(())
     }
 
     /// Sets the business row of an applied terminal finalize (`status` is `sent` or

@@ -592,3 +592,44 @@ fn finalize_batch_fences_each_claim_and_reports_in_order() {
     }
     assert_eq!(before, state(), "a refused batch changed something");
 }
+
+#[pg_test]
+fn a_replaced_guard_takes_effect_in_the_same_session() {
+    run("CREATE TABLE pay (id text PRIMARY KEY, status text NOT NULL);
+         INSERT INTO pay VALUES ('a', 'failed');
+         SELECT sendjobs_guard_terminal('pay');
+         SET LOCAL sendjobs.guard_action = error;");
+    assert_eq!(sqlstate_of("UPDATE pay SET status = 'success' WHERE id = 'a'"), "23514");
+    run("SELECT sendjobs_guard_terminal('pay', 'status', '{success}', '{}')");
+    assert_eq!(sqlstate_of("UPDATE pay SET status = 'success' WHERE id = 'a'"), "00000");
+    assert_eq!(sqlstate_of("UPDATE pay SET status = 'failed' WHERE id = 'a'"), "23514");
+}
+
+#[pg_test]
+fn transaction_ids_must_fit_the_linked_key() {
+    run("CREATE TABLE orders (order_no int PRIMARY KEY, state text NOT NULL DEFAULT 'new');
+         SELECT sendjobs_enqueue('{}', transaction_id => 'ORD-7');");
+    // An unfinished job whose transaction_id is no int: the link is refused.
+    assert_eq!(sqlstate_of("SELECT sendjobs_link_transactions('orders', 'order_no', 'state')"), "22P02");
+    assert_eq!(one::<i64>("SELECT count(*) FROM sendjobs_transaction_link"), 0);
+    run("UPDATE send_jobs SET transaction_id = '7'; INSERT INTO orders VALUES (7);
+         SELECT sendjobs_link_transactions('orders', 'order_no', 'state');");
+    // New jobs must carry a valid key too; nothing is created.
+    let before_enqueue = state_without_txn();
+    assert_eq!(sqlstate_of("SELECT sendjobs_enqueue('{}', transaction_id => 'ORD-8')"), "22P02");
+    assert_eq!(before_enqueue, state_without_txn());
+    let (id, generation) = claim_one("1 minute");
+    assert_eq!(one::<String>(&format!("SELECT sendjobs_finalize({id}, {generation}, 'sent')")), "applied");
+    assert_eq!(one::<String>("SELECT state FROM orders WHERE order_no = 7"), "success");
+}
+
+#[pg_test]
+fn dropping_the_linked_table_removes_the_link() {
+    business_table();
+    run("SELECT sendjobs_link_transactions('txn');
+         SELECT sendjobs_enqueue('{}', transaction_id => 't1');
+         DROP TABLE txn;");
+    assert_eq!(one::<i64>("SELECT count(*) FROM sendjobs_transaction_link"), 0);
+    let (id, generation) = claim_one("1 minute");
+    assert_eq!(one::<String>(&format!("SELECT sendjobs_finalize({id}, {generation}, 'sent')")), "applied");
+}

@@ -300,7 +300,17 @@ SELECT count(*) AS payments, count(*) FILTER (WHERE id = 'pay-404') AS pay_404 F
 -- replaces the link (there is at most one).
 CREATE TABLE orders (order_no int PRIMARY KEY, state text NOT NULL DEFAULT 'open');
 INSERT INTO orders VALUES (7);
+-- The link is refused while unfinished jobs carry transaction_ids that cannot be keys
+-- of the new table (an int here): they could never stamp their rows.
 SELECT sendjobs_link_transactions('orders', 'order_no', 'state', 'delivered', 'undeliverable');
+SELECT id, transaction_id, status FROM send_jobs
+ WHERE status IN ('pending', 'in_flight') AND transaction_id IS NOT NULL ORDER BY id;
+-- An operator detaches them, and the link is accepted.
+UPDATE send_jobs SET transaction_id = NULL
+ WHERE status IN ('pending', 'in_flight') AND transaction_id !~ '^[0-9]+$';
+SELECT sendjobs_link_transactions('orders', 'order_no', 'state', 'delivered', 'undeliverable');
+-- From now on a job must name a valid key when it is enqueued.
+SELECT sendjobs_enqueue('{"order": "ORD-8"}', 'orders', transaction_id => 'ORD-8');
 SELECT tbl, key_column, status_column, on_sent, on_failed FROM sendjobs_transaction_link;
 SELECT sendjobs_enqueue('{"order": 7}', 'orders', transaction_id => '7');
 SELECT id, claim_generation FROM sendjobs_claim(1, queue => 'orders');
