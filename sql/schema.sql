@@ -74,8 +74,10 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events_id_seq',
 
 -- A dropped business table takes its link with it: otherwise every terminal finalize of
 -- a job with a transaction_id would fail against a table that no longer exists.
+-- SECURITY DEFINER (with a pinned search_path): it fires for every role's DROP, and a
+-- role without rights on the link table must still be able to drop its own tables.
 CREATE FUNCTION @extschema@.sendjobs_forget_dropped_link() RETURNS event_trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     -- Also fires while DROP EXTENSION sendjobs removes the link table itself.
     IF pg_catalog.to_regclass('@extschema@.sendjobs_transaction_link') IS NOT NULL THEN
@@ -84,6 +86,8 @@ BEGIN
                              WHERE classid = 'pg_catalog.pg_class'::regclass AND objsubid = 0);
     END IF;
 END $$;
+
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_forget_dropped_link() FROM PUBLIC;
 
 CREATE EVENT TRIGGER sendjobs_forget_dropped_link ON sql_drop
     EXECUTE FUNCTION @extschema@.sendjobs_forget_dropped_link();

@@ -633,3 +633,13 @@ fn dropping_the_linked_table_removes_the_link() {
     let (id, generation) = claim_one("1 minute");
     assert_eq!(one::<String>(&format!("SELECT sendjobs_finalize({id}, {generation}, 'sent')")), "applied");
 }
+
+#[pg_test]
+fn any_role_can_still_drop_its_own_tables() {
+    run("CREATE ROLE sendjobs_test_user;
+         GRANT CREATE ON SCHEMA public TO sendjobs_test_user;
+         SET LOCAL ROLE sendjobs_test_user;
+         CREATE TABLE mine (id int);
+         DROP TABLE mine;
+         RESET ROLE;");
+}
