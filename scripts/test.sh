@@ -27,5 +27,5 @@ bash scripts/test-sql.sh 2>&1 | tee -a "$log"
 
 # One closing line for the whole run: tests that passed across the three suites.
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
-sql_passed=$(grep -cE '^(ok [0-9]+ |test .* \.\.\. ok|     [a-z_0-9-]+ +\.\.\. ok)' "$log" || true)
+sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{print $1 + $2}')
 echo "sendjobs: $((pgrx_passed + sql_passed)) passed, 0 failed"
