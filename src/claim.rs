@@ -6,7 +6,7 @@ use pgrx::{pg_sys, spi::SpiClient};
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::plan;
+use crate::spi_plans::{execute, plan};
 
 /// The claim, for any queue ($4 unused) or one queue. Two index-ordered branches instead
 /// of one `OR` predicate (under ORDER BY ... LIMIT an OR makes Postgres sort every
@@ -96,9 +96,9 @@ fn claim(
             CLAIM_ANY_QUEUE
         };
         let claim = claim_plan(client, sql)?;
-        let rows = client.update(
-            &*claim,
-            None,
+        let rows = execute(
+            client,
+            &claim,
             &[
                 now.into(),
                 i64::from(batch).into(),

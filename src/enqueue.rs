@@ -7,7 +7,7 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::TransactionLink;
-use crate::spi_plans::{first_value, plan};
+use crate::spi_plans::{execute, first_value, plan};
 
 const INSERT_JOB: &str = "
     INSERT INTO @extschema@.send_jobs
@@ -80,9 +80,9 @@ fn enqueue(
                 pg_sys::INT4OID.into(),
             ],
         )?;
-        let inserted = first_value::<i64>(client.update(
-            &*insert,
-            None,
+        let inserted = first_value::<i64>(execute(
+            client,
+            &insert,
             &[
                 payload.into(),
                 queue.into(),
@@ -98,12 +98,10 @@ fn enqueue(
         // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh
         // statement (a fresh snapshot under READ COMMITTED) sees the row.
         let find = plan(client, FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
-        first_value::<i64>(client.select(&*find, Some(1), &[idempotency_key.into()])?)?.ok_or_else(
-            || {
-                SendJobsError::Internal(
-                    "the job holding this idempotency key is not visible; retry the call".into(),
-                )
-            },
-        )
+        first_value::<i64>(execute(client, &find, &[idempotency_key.into()])?)?.ok_or_else(|| {
+            SendJobsError::Internal(
+                "the job holding this idempotency key is not visible; retry the call".into(),
+            )
+        })
     })
 }

@@ -11,7 +11,7 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link;
-use crate::spi_plans::{first_value, plan};
+use crate::spi_plans::{execute, first_value, plan};
 
 const APPLIED: &str = "applied";
 const STALE: &str = "stale";
@@ -51,7 +51,7 @@ impl Outcome {
 /// the business-row stamp need. A retry past max_attempts becomes `failed`. The backoff
 /// is base * 2^(attempts - 1) capped at max, computed in milliseconds (no interval
 /// overflow). `known` is only looked up for claims that did not apply.
-const FINALIZE_SQL: &str = "
+pub(crate) const FINALIZE_SQL: &str = "
     WITH claim AS (
         SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
                       WITH ORDINALITY AS c(id, generation, ord)
@@ -194,9 +194,9 @@ fn finalize(
                 pg_sys::TEXTOID.into(),
             ],
         )?;
-        let rows = client.update(
-            &*finalize,
-            None,
+        let rows = execute(
+            client,
+            &finalize,
             &[
                 ids.into(),
                 generations.into(),
@@ -269,9 +269,9 @@ fn heartbeat(
                 pg_sys::INTERVALOID.into(),
             ],
         )?;
-        let extended = client.update(
-            &*heartbeat,
-            None,
+        let extended = execute(
+            client,
+            &heartbeat,
             &[id.into(), generation.into(), now.into(), lease.into()],
         )?;
         if extended.is_empty() {
@@ -292,7 +292,7 @@ fn fenced_generation(generation: Option<i64>) -> Result<i64> {
 /// A fenced update that matched nothing: `stale` for a job that exists, an error otherwise.
 fn stale_or_unknown(client: &SpiClient<'_>, id: i64) -> Result<&'static str> {
     let exists = plan(client, JOB_EXISTS_SQL, &[pg_sys::INT8OID.into()])?;
-    let found = first_value::<bool>(client.select(&*exists, Some(1), &[id.into()])?)?;
+    let found = first_value::<bool>(execute(client, &exists, &[id.into()])?)?;
     match found {
         Some(true) => Ok(STALE),
         _ => Err(SendJobsError::UnknownJob(id)),

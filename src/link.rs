@@ -7,7 +7,7 @@ use pgrx::PgRelation;
 
 use crate::catalog::{column_type, require_table};
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{extension_schema, plan};
+use crate::spi_plans::{execute, extension_schema, plan};
 use crate::sql_name::SqlName;
 
 const SAVE_LINK_SQL: &str = "
@@ -146,7 +146,7 @@ impl TransactionLink {
     /// was dropped or renamed since is reported (42703), not silently skipped.
     pub fn current(client: &SpiClient<'_>) -> Result<Option<Self>> {
         let lookup = plan(client, STAMP_SQL, &[])?;
-        let link = client.select(&*lookup, Some(1), &[])?.first();
+        let link = execute(client, &lookup, &[])?.first();
         if link.is_empty() {
             return Ok(None);
         }
@@ -185,7 +185,7 @@ impl TransactionLink {
     /// Refuses a transaction_id that cannot be a key of the linked table (the key type's
     /// own input error, e.g. 22P02): such a job could never stamp its row.
     pub fn check_key(&self, client: &SpiClient<'_>, transaction_id: &str) -> Result<()> {
-        client.select(&*self.key_check, Some(1), &[transaction_id.into()])?;
+        execute(client, &self.key_check, &[transaction_id.into()])?;
         Ok(())
     }
 

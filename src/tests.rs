@@ -643,3 +643,31 @@ fn any_role_can_still_drop_its_own_tables() {
          DROP TABLE mine;
          RESET ROLE;");
 }
+
+/// A finalize probes the primary key, also under its generic plan and with statistics
+/// that know nothing of the jobs in flight: its cost must not grow with them.
+#[pg_test]
+fn finalize_cost_does_not_grow_with_the_jobs_in_flight() {
+    run("INSERT INTO send_jobs (payload, next_attempt_at)
+         SELECT '{}', now() - interval '1 day' FROM generate_series(1, 20000);
+         ANALYZE send_jobs;
+         SELECT count(*) FROM sendjobs_claim(1000, '1 hour');");
+    let (id, generation) = Spi::get_two::<i64, i64>(
+        "SELECT id, claim_generation FROM send_jobs WHERE status = 'in_flight' ORDER BY id LIMIT 1",
+    )
+    .unwrap();
+    let sql = crate::finalize::FINALIZE_SQL.replace("@extschema@", "public");
+    run(&format!(
+        "PREPARE finalize_probe(int8[], int8[], text, timestamptz, timestamptz, float8, float8, text) AS {sql}"
+    ));
+    run("SET LOCAL plan_cache_mode = force_generic_plan");
+    let explain = one::<pgrx::Json>(&format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE finalize_probe(ARRAY[{}], ARRAY[{}], 'sent',
+                 clock_timestamp(), NULL, 1000, 1000, NULL)",
+        id.unwrap(),
+        generation.unwrap()
+    ));
+    let plan = &explain.0[0]["Plan"];
+    let read = index_rows_read(plan);
+    assert!(read <= 5, "the finalize read {read} index entries with 1000 jobs in flight: {plan}");
+}
