@@ -1,7 +1,7 @@
 //! sendjobs_claim: take up to `batch` due jobs under a lease, in one statement.
 
+use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::{pg_sys, spi::SpiClient};
 
 use crate::clock::wall_clock;
 use crate::config;
@@ -95,7 +95,16 @@ fn claim(
         } else {
             CLAIM_ANY_QUEUE
         };
-        let claim = claim_plan(client, sql)?;
+        let claim = plan(
+            client,
+            sql,
+            &[
+                pg_sys::TIMESTAMPTZOID.into(),
+                pg_sys::INT8OID.into(),
+                pg_sys::INTERVALOID.into(),
+                pg_sys::TEXTOID.into(),
+            ],
+        )?;
         let rows = execute(
             client,
             &claim,
@@ -106,31 +115,12 @@ fn claim(
                 queue.into(),
             ],
         )?;
-        let mut jobs = Vec::with_capacity(rows.len());
-        for row in rows {
-            let job = row
-                .get::<pgrx::composite_type!('static, "send_jobs")>(1)?
-                .ok_or_else(|| SendJobsError::Internal("claim returned a NULL row".into()))?;
-            jobs.push(job);
-        }
-        Ok(jobs)
+        rows.map(|row| {
+            row.get::<pgrx::composite_type!('static, "send_jobs")>(1)?
+                .ok_or_else(|| SendJobsError::Internal("claim returned a NULL row".into()))
+        })
+        .collect()
     })
-}
-
-fn claim_plan(
-    client: &SpiClient<'_>,
-    sql: &str,
-) -> Result<std::rc::Rc<pgrx::spi::OwnedPreparedStatement>> {
-    plan(
-        client,
-        sql,
-        &[
-            pg_sys::TIMESTAMPTZOID.into(),
-            pg_sys::INT8OID.into(),
-            pg_sys::INTERVALOID.into(),
-            pg_sys::TEXTOID.into(),
-        ],
-    )
 }
 
 /// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative.
