@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of sendjobs: the in-database pgrx tests, then the SQL regression tests
-# and the isolation specs (scripts/test-sql.sh), each against its own throwaway cluster.
+# Runs every test of sendjobs: the in-database pgrx tests (incl. the model-based test),
+# the SQL regression tests and the isolation specs (scripts/test-sql.sh), and the short
+# chaos and failover soaks (scripts/soak.sh), each against its own throwaway cluster.
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,12 @@ cargo pgrx install "${sudo_flag[@]}" --pg-config "$PG_CONFIG" >/dev/null
 echo "== SQL regression tests and isolation specs =="
 bash scripts/test-sql.sh 2>&1 | tee -a "$log"
 
-# One closing line for the whole run: tests that passed across the three suites.
+echo "== chaos soak (short) and failover soak =="
+SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
+SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
+
+# One closing line for the whole run: tests that passed across the suites (each soak
+# counts as one test; a failing soak has already stopped the script).
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{print $1 + $2}')
-echo "sendjobs: $((pgrx_passed + sql_passed)) passed, 0 failed"
+echo "sendjobs: $((pgrx_passed + sql_passed + 2)) passed, 0 failed"

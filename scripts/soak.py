@@ -1,0 +1,850 @@
+#!/usr/bin/env python3
+"""The sendjobs chaos soak: workers, faults, server crashes or a failover, then proof.
+
+It makes its own PostgreSQL 15 cluster(s) under --workdir (fsync and synchronous_commit
+on, so crash recovery is real), creates the extension there, and runs:
+
+  * W workers, each on its own connection (claim / send / heartbeat / finalize);
+  * a producer that keeps enqueueing jobs linked to guarded business rows (a retried
+    enqueue after a crash reuses its idempotency keys);
+  * a stand-in partner on 127.0.0.1 that records every send (job, generation, time) in
+    this process's memory, outside the database;
+  * a late reconciler that keeps trying to flip finished business rows;
+  * a fault injector: terminates worker backends (pg_terminate_backend) during the claim,
+    during the send and during the finalize; kills workers between claim and finalize;
+    pauses workers beyond their lease and lets them finalize late; stops the server with
+    `pg_ctl -m immediate` and restarts it while the workers reconnect -- or, with
+    --failover, runs against a primary with a synchronous physical standby and promotes
+    the standby mid-run.
+
+When the chaos phase has met its targets it stops injecting faults, lets the workers
+drain every job, and checks every invariant of CONTRACT.md against the partner's record,
+the harness's record of every call and the database (scripts/sendjobs_harness.py).
+
+Exit status: 0 every invariant held, 1 violations, 2 the run did not finish or missed
+its targets. Use scripts/soak.sh, which builds the extension and manages the workdir.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sendjobs_harness as H  # noqa: E402
+from sendjobs_harness import psycopg2  # noqa: E402
+
+PGBIN = "/usr/lib/postgresql/15/bin"
+
+
+# ----------------------------------------------------------------------------------
+# clusters
+# ----------------------------------------------------------------------------------
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Cluster:
+    """A throwaway cluster under the workdir, run as postgres when we are root."""
+
+    def __init__(self, workdir, name, extra=()):
+        self.workdir = workdir
+        self.name = name
+        self.port = free_port()
+        self.data = os.path.join(workdir, name)
+        self.log = os.path.join(workdir, f"{name}.log")
+        self.extra = list(extra)
+
+    def _run(self, *cmd, timeout=300, check=True):
+        cmd = list(cmd)
+        if os.geteuid() == 0:
+            cmd = ["sudo", "-u", "postgres", "--"] + cmd
+        p = subprocess.run(cmd, cwd=self.workdir, timeout=timeout, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}")
+        return p
+
+    def options(self):
+        # fsync and synchronous_commit on (the defaults, spelled out): a commit that came
+        # back is on disk, and `pg_ctl -m immediate` leaves real crash recovery to do.
+        opts = [f"-p {self.port}", f"-k {self.workdir}", "-c listen_addresses=127.0.0.1",
+                "-c max_connections=100", "-c fsync=on", "-c synchronous_commit=on",
+                "-c full_page_writes=on", "-c wal_level=replica", "-c max_wal_senders=5",
+                "-c checkpoint_timeout=60s", "-c max_wal_size=512MB", "-c wal_sender_timeout=10s"]
+        return " ".join(opts + self.extra)
+
+    def initdb(self):
+        self._run(f"{PGBIN}/initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                  "--locale=C.UTF-8", "--no-sync")
+
+    def basebackup(self, primary):
+        self._run(f"{PGBIN}/pg_basebackup", "-D", self.data, "-h", "127.0.0.1", "-p", str(primary.port),
+                  "-U", "postgres", "-R", "-X", "stream", "-c", "fast")
+
+    def start(self):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "300",
+                  "-o", self.options(), "start")
+
+    def stop(self, mode="fast"):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", "120", "stop")
+
+    def promote(self):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-w", "-t", "120", "promote")
+
+    def reload(self):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "reload")
+
+    def running(self):
+        return os.path.exists(os.path.join(self.data, "postmaster.pid"))
+
+    def shutdown_quietly(self):
+        if self.running():
+            try:
+                self.stop("fast")
+            except Exception:
+                try:
+                    self.stop("immediate")
+                except Exception:
+                    pass
+
+
+# ----------------------------------------------------------------------------------
+# deliberately broken variants (they prove that the checker can fail)
+# ----------------------------------------------------------------------------------
+# Each one leaves the extension alone: it puts a PL/pgSQL function with the same name and
+# argument types in schema soak_broken, first in the workers' search_path (the checker
+# does not use it), or does something to the database mid-run.
+
+BROKEN_FINALIZE = """
+CREATE SCHEMA soak_broken;
+CREATE FUNCTION soak_broken.sendjobs_finalize(p_id bigint, p_gen bigint, p_outcome text,
+        p_error text DEFAULT NULL, p_retry_at timestamptz DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    j public.send_jobs;
+    st text;
+BEGIN
+    SELECT * INTO j FROM public.send_jobs
+     WHERE id = p_id AND status = 'in_flight' {generation_fence} FOR UPDATE;
+    IF NOT FOUND THEN RETURN 'stale'; END IF;
+    st := CASE WHEN p_outcome <> 'retry' THEN p_outcome
+               WHEN j.attempts < j.max_attempts THEN 'pending' ELSE 'failed' END;
+    UPDATE public.send_jobs
+       SET status = st,
+           next_attempt_at = CASE WHEN st = 'pending'
+                                  THEN coalesce(p_retry_at, clock_timestamp() + interval '200 ms')
+                                  ELSE next_attempt_at END,
+           finished_at = CASE WHEN st = 'pending' THEN NULL ELSE clock_timestamp() END,
+           lease_expires_at = NULL, last_error = coalesce(p_error, last_error)
+     WHERE id = p_id;
+    IF st IN ('sent', 'failed') {event_condition} THEN
+        INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation)
+        VALUES (p_id, j.transaction_id, st, p_gen);
+        UPDATE public.transactions SET status = CASE st WHEN 'sent' THEN 'success' ELSE 'failed' END
+         WHERE id = j.transaction_id;
+    END IF;
+    RETURN 'applied';
+END $$;
+"""
+
+BROKEN_CLAIM = """
+CREATE SCHEMA soak_broken;
+CREATE FUNCTION soak_broken.sendjobs_claim(p_batch int DEFAULT 1, p_lease interval DEFAULT NULL,
+        p_queue text DEFAULT NULL) RETURNS SETOF public.send_jobs
+LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := clock_timestamp();
+    l interval := coalesce(p_lease, interval '90 s');
+BEGIN
+    RETURN QUERY
+    WITH picked AS MATERIALIZED (
+        SELECT id FROM public.send_jobs
+         WHERE (p_queue IS NULL OR queue = p_queue)
+           AND ((status = 'pending' AND {due})
+                OR (status = 'in_flight' AND {expired}))
+         ORDER BY next_attempt_at, id
+         LIMIT p_batch
+         FOR UPDATE SKIP LOCKED)
+    UPDATE public.send_jobs AS j
+       SET status = 'in_flight', attempts = j.attempts + 1, claimed_at = t, lease_expires_at = t + l,
+           claim_generation = {generation}
+      FROM picked WHERE j.id = picked.id
+    RETURNING j.*;
+END $$;
+"""
+
+BROKEN_HEARTBEAT = """
+CREATE SCHEMA soak_broken;
+CREATE FUNCTION soak_broken.sendjobs_heartbeat(p_id bigint, p_gen bigint, p_lease interval DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    -- the bug: any in_flight row, whoever holds it now
+    UPDATE public.send_jobs SET lease_expires_at = clock_timestamp() + coalesce(p_lease, interval '90 s')
+     WHERE id = p_id AND status = 'in_flight';
+    RETURN CASE WHEN FOUND THEN 'applied' ELSE 'stale' END;
+END $$;
+"""
+
+BROKEN_SPURIOUS_STALE = """
+CREATE SCHEMA soak_broken;
+CREATE FUNCTION soak_broken.sendjobs_finalize(p_id bigint, p_gen bigint, p_outcome text,
+        p_error text DEFAULT NULL, p_retry_at timestamptz DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF random() < 0.1 THEN RETURN 'stale'; END IF;  -- the bug: refuses the current claim
+    RETURN public.sendjobs_finalize(p_id, p_gen, p_outcome, p_error, p_retry_at);
+END $$;
+"""
+
+BROKEN = {
+    "finalize-ignores-generation": dict(
+        doc="sendjobs_finalize that applies to any in_flight row, whatever the generation",
+        sql=BROKEN_FINALIZE.format(generation_fence="", event_condition="")),
+    "finalize-no-event-at-max-attempts": dict(
+        doc="sendjobs_finalize (fenced) that forgets the event and the stamp when a retry hits max_attempts",
+        sql=BROKEN_FINALIZE.format(generation_fence="AND claim_generation = p_gen",
+                                   event_condition="AND p_outcome <> 'retry'")),
+    "claim-wrong-clock": dict(
+        doc="sendjobs_claim that judges a stuck job by its scheduled time (bug 1 of CONTRACT.md)",
+        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="next_attempt_at + l <= t",
+                                generation="j.claim_generation + 1")),
+    "claim-ignores-schedule": dict(
+        doc="sendjobs_claim that takes pending jobs before their next_attempt_at",
+        sql=BROKEN_CLAIM.format(due="true", expired="lease_expires_at <= t",
+                                generation="j.claim_generation + 1")),
+    "claim-reuses-generation": dict(
+        doc="sendjobs_claim that does not increment claim_generation when it takes an expired lease",
+        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="lease_expires_at <= t",
+                                generation="CASE WHEN j.status = 'pending' THEN j.claim_generation + 1"
+                                           " ELSE j.claim_generation END")),
+    "finalize-spurious-stale": dict(
+        doc="sendjobs_finalize that now and then answers 'stale' to the current claim (a fence too strict)",
+        sql=BROKEN_SPURIOUS_STALE),
+    "heartbeat-ignores-generation": dict(
+        doc="sendjobs_heartbeat that extends any in_flight row, whoever holds it",
+        sql=BROKEN_HEARTBEAT),
+    "drop-guard": dict(
+        doc="DROP TRIGGER zz_sendjobs_guard_terminal on the business table mid-run",
+        midrun="DROP TRIGGER zz_sendjobs_guard_terminal ON public.transactions"),
+    "delete-jobs": dict(
+        doc="a rogue session deletes a few pending jobs mid-run",
+        midrun="DELETE FROM public.send_jobs WHERE id IN"
+               " (SELECT id FROM public.send_jobs WHERE status = 'pending' ORDER BY id LIMIT 3)"),
+    "async-standby": dict(
+        doc="--failover with an asynchronous standby that is cut off mid-run: acknowledged commits are lost",
+        failover_only=True),
+}
+
+# What the checker must report for each variant (at least one of these checks);
+# --prove-checker runs every variant and fails if one of them goes unnoticed.
+EXPECTED = {
+    "finalize-ignores-generation": ["finalize applied with an old generation"],
+    "finalize-no-event-at-max-attempts": ["terminal job without exactly one event"],
+    "claim-wrong-clock": ["two claims with overlapping unexpired leases"],
+    "claim-ignores-schedule": ["claimed before it was due"],
+    "finalize-spurious-stale": ["finalize refused while holding the job"],
+    "claim-reuses-generation": ["claim generations not 1, 2, 3, ... (one increment per claim)"],
+    "heartbeat-ignores-generation": ["heartbeat applied with an old generation"],
+    "drop-guard": ["history shows a move between success and failed"],
+    "delete-jobs": ["job lost"],
+    "async-standby": ["a finalize that returned applied is lost"],
+}
+
+
+# ----------------------------------------------------------------------------------
+# threads of the soak
+# ----------------------------------------------------------------------------------
+
+class Producer(threading.Thread):
+    """Keeps at most --backlog jobs open; enqueues in chunks until the chaos phase ends.
+    A chunk whose answer never came back is enqueued again with the same keys."""
+
+    def __init__(self, ctx, first_index):
+        super().__init__(name="producer", daemon=True)
+        self.ctx = ctx
+        self.next_index = first_index
+        self.conn = None
+        self.done = threading.Event()
+
+    def run(self):
+        a = self.ctx.args
+        try:
+            while not self.ctx.stop.is_set() and self.ctx.chaos.is_set():
+                try:
+                    if self.conn is None or self.conn.closed:
+                        self.conn = H.connect_until(self.ctx, "soak producer")
+                    with self.conn.cursor() as cur:
+                        cur.execute("SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending')"
+                                    "     + (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')")
+                        open_ = cur.fetchone()[0]
+                    if open_ >= a.backlog:
+                        time.sleep(0.2)
+                        continue
+                    self.enqueue_next(a.chunk)
+                except H.Stopped:
+                    break
+                except psycopg2.Error as e:
+                    if not H.connection_lost(self.conn, e):
+                        self.ctx.violations.unexpected_error("producer")
+                    H.close_quietly(self.conn)
+                    self.conn = None
+                    time.sleep(0.1)
+        finally:
+            H.close_quietly(self.conn)
+            self.done.set()
+
+    def enqueue_next(self, n):
+        now = time.time()
+        plans = [H.plan_job(self.ctx.args.seed, i, now) for i in range(self.next_index, self.next_index + n)]
+        for p in plans:
+            self.ctx.plans[p["key"]] = p
+        while True:
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = H.connect_until(self.ctx, "soak producer", give_up=time.monotonic() + 600)
+                got = H.enqueue_chunk(self.conn, plans)
+                break
+            except psycopg2.Error as e:
+                if not H.connection_lost(self.conn, e):
+                    raise
+                self.ctx.record.count("enqueue_unknown")  # same keys again: idempotent
+                H.close_quietly(self.conn)
+                self.conn = None
+                time.sleep(0.1)
+        self.ctx.note_enqueued(got)
+        self.next_index += n
+
+
+class Crasher(threading.Thread):
+    """Stops the server with `pg_ctl -m immediate` every ~crash_every seconds, restarts it."""
+
+    def __init__(self, ctx, cluster, cluster_lock):
+        super().__init__(name="crasher", daemon=True)
+        self.ctx = ctx
+        self.cluster = cluster
+        self.lock = cluster_lock
+        self.rng = H.stable_rng(ctx.args.seed, "crasher")
+        self.halt = threading.Event()
+        self.downtime = 0.0
+        self.error = None
+
+    def run(self):
+        a = self.ctx.args
+        try:
+            while not self.halt.wait(self.rng.uniform(0.6, 1.4) * a.crash_every):
+                if self.halt.is_set() or not self.ctx.chaos.is_set():
+                    break
+                with self.lock:
+                    t0 = time.monotonic()
+                    self.cluster.stop("immediate")
+                    self.ctx.record.count("fault_server_crash")
+                    time.sleep(self.rng.uniform(0.2, 2.0))
+                    self.cluster.start()
+                    self.downtime += time.monotonic() - t0
+        except Exception as e:  # the server did not come back: the run cannot go on
+            self.error = e
+            self.ctx.violations.unexpected_error("crasher")
+
+
+# ----------------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------------
+
+PRESETS = {
+    "short": dict(progress_every=5, jobs=2000, workers=8, min_duration=40, max_duration=100, crash_every=12,
+                  min_crashes=3, min_faults=150),
+    "long": dict(progress_every=20, jobs=100_000, workers=10, min_duration=60, max_duration=5400, crash_every=25,
+                 min_crashes=10, min_faults=1000),
+    "failover": dict(progress_every=5, jobs=1500, workers=8, min_duration=45, max_duration=100, crash_every=0,
+                     min_crashes=0, min_faults=100, failover_at=22),
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--short", action="store_true", help="about a minute: crashes, every fault (default)")
+    mode.add_argument("--long", action="store_true", help=">= 100,000 jobs, 1,000 faults, 10 server crashes")
+    mode.add_argument("--failover", action="store_true", help="primary + synchronous standby, promoted mid-run")
+    mode.add_argument("--prove-checker", action="store_true",
+                      help="run every broken variant; pass only if the checker catches each one")
+    p.add_argument("--break", dest="broken", choices=sorted(BROKEN), help="run a deliberately broken variant")
+    p.add_argument("--workdir", help="where the clusters live (default: a new temporary folder, removed)")
+    p.add_argument("--jobs", type=int, help="at least this many jobs")
+    p.add_argument("--workers", type=int)
+    p.add_argument("--batch", type=int, default=10)
+    p.add_argument("--leases", default="1,1.5,2,3", help="lease seconds, one per worker in turn")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--min-duration", type=float, help="chaos phase lasts at least this many seconds")
+    p.add_argument("--max-duration", type=float, help="the chaos phase ends by then, targets met or not")
+    p.add_argument("--drain-timeout", type=float, default=120.0)
+    p.add_argument("--crash-every", type=float, help="mean seconds between server crashes (0: none)")
+    p.add_argument("--min-crashes", type=int)
+    p.add_argument("--min-faults", type=int)
+    p.add_argument("--failover-at", type=float, help="seconds into the chaos phase (--failover)")
+    p.add_argument("--backlog", type=int, default=1500, help="open jobs the producer keeps at most")
+    p.add_argument("--chunk", type=int, default=250, help="jobs per enqueue statement")
+    p.add_argument("--p-kill", type=float, default=0.02)
+    p.add_argument("--p-pause", type=float, default=0.015)
+    p.add_argument("--p-slow", type=float, default=0.01)
+    p.add_argument("--p-term-claim", type=float, default=0.03)
+    p.add_argument("--p-term-send", type=float, default=0.03)
+    p.add_argument("--p-term-finalize", type=float, default=0.04)
+    p.add_argument("--finalize-batch-share", type=float, default=0.5,
+                   help="share of workers that finalize each batch with one sendjobs_finalize_batch call per outcome")
+    p.add_argument("--pause-extra", type=float, default=1.5, help="a pause lasts lease + up to this")
+    p.add_argument("--backoff-ms", type=int, default=150, help="sendjobs.retry_backoff_base for the workers")
+    p.add_argument("--self-test-checker", action="store_true",
+                   help="after a clean run, mutate copies of its records once per check: each must fire")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--progress-every", type=float, help="seconds between progress lines")
+    a = p.parse_args(argv)
+    preset = "long" if a.long else "failover" if a.failover else "short"
+    if a.broken == "async-standby":
+        preset, a.failover = "failover", True
+    a.preset = preset
+    for k, v in PRESETS[preset].items():
+        if getattr(a, k, None) is None:
+            setattr(a, k, v)
+    if a.failover_at is None:
+        a.failover_at = 0
+    a.lease_list = [float(x) for x in a.leases.split(",")]
+    return a
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    own_workdir = args.workdir is None
+    workdir = args.workdir or tempfile.mkdtemp(prefix="sendjobs-soak.")
+    if os.geteuid() == 0:
+        shutil.chown(workdir, "postgres", "postgres")
+        os.chmod(workdir, 0o755)
+    clusters = []
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    try:
+        if args.prove_checker:
+            return prove_checker(args, workdir)
+        return run(args, workdir, clusters)
+    finally:
+        for c in clusters:
+            c.shutdown_quietly()
+        if own_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(args, workdir, clusters):
+    t_start = time.monotonic()
+    broken = BROKEN.get(args.broken) if args.broken else None
+    title = f"sendjobs soak ({args.preset}{', BROKEN: ' + args.broken if broken else ''})"
+    print(f"== {title}: >= {args.jobs} jobs, {args.workers} workers, batch {args.batch}, leases "
+          f"{args.leases} s, seed {args.seed}", flush=True)
+    if broken:
+        print(f"   broken on purpose: {broken['doc']}")
+
+    # -- clusters ---------------------------------------------------------------------
+    primary = Cluster(workdir, "primary")
+    clusters.append(primary)
+    primary.initdb()
+    standby = None
+    if args.failover:
+        if args.broken != "async-standby":
+            primary.extra.append("-c synchronous_standby_names=*")
+        primary.start()
+        standby = Cluster(workdir, "standby", extra=["-c hot_standby=on"])
+        clusters.append(standby)
+        standby.basebackup(primary)
+        standby.start()
+    else:
+        primary.start()
+    target = H.Target("127.0.0.1", primary.port, "postgres", "postgres")
+    where = f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}" \
+        if standby else f"server on 127.0.0.1:{primary.port}"
+    if args.broken == "async-standby":
+        where = where.replace("synchronous standby", "ASYNCHRONOUS standby")
+    print(f"-- setup: {where} (fsync on, synchronous_commit on)", flush=True)
+
+    conn = H.connect(target, "soak setup")
+    with conn.cursor() as cur:
+        cur.execute(H.SETUP_SQL)
+        if broken and broken.get("sql"):
+            cur.execute(broken["sql"])
+        cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")
+        print(f"   extension sendjobs {cur.fetchone()[0]}; transactions guarded and linked; witness tables")
+    if standby:
+        state = wait_for_standby(conn, args)
+        print(f"   standby streaming, sync_state = {state}")
+
+    partner = H.Partner(args.seed)
+    partner.start()
+    settings = [("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
+                ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'")]
+    if broken and broken.get("sql"):
+        settings.append(("search_path", "soak_broken, public"))
+    ctx = H.Context(args, target, partner.url, settings)
+    ctx.killer = H.Killer(ctx)
+
+    producer = Producer(ctx, 0)
+    ctx.chaos.set()
+    producer.conn = conn
+    producer.enqueue_next(min(args.backlog, args.jobs))
+    producer.conn = None
+    conn.close()
+    print(f"   partner on {partner.url}; {len(ctx.enqueued)} jobs enqueued to start with", flush=True)
+
+    cluster_lock = threading.Lock()
+    workers = [H.Worker(ctx, i, args.lease_list[i % len(args.lease_list)]) for i in range(args.workers)]
+    reconciler = H.Reconciler(ctx)
+    crasher = Crasher(ctx, primary, cluster_lock) if args.crash_every > 0 else None
+    print("-- chaos", flush=True)
+    t_run = time.monotonic()
+    for t in workers + [reconciler, producer] + ([crasher] if crasher else []):
+        t.start()
+
+    monitor = None
+    phase = "chaos"
+    finished = targets_met = False
+    failover_done = midrun_done = detached = False
+    last_print = -10.0
+    open_ = None
+    t_chaos_end = None
+    while True:
+        time.sleep(0.5)
+        now = time.monotonic()
+        elapsed = now - t_run
+        c = ctx.record.counters
+        faults = sum(v for k, v in c.items() if k.startswith("fault_") and not k.endswith("_missed"))
+        crashes = c["fault_server_crash"]
+
+        # broken variants that act mid-run
+        if broken and broken.get("midrun") and not midrun_done and elapsed > 0.4 * args.min_duration:
+            midrun_done = run_sql_retrying(ctx, broken["midrun"])
+            if midrun_done:
+                print(f"   t={elapsed:5.1f}s  BROKEN: {broken['midrun']}", flush=True)
+        # failover: cut the standby off first when it is the async-standby variant
+        if standby and args.broken == "async-standby" and not detached and elapsed > args.failover_at - 8:
+            detach_standby(standby)
+            detached = True
+            print(f"   t={elapsed:5.1f}s  BROKEN: asynchronous standby cut off from the primary", flush=True)
+        if standby and not failover_done and elapsed > args.failover_at:
+            t0 = time.monotonic()
+            primary.stop("immediate")
+            standby.promote()
+            target.set_port(standby.port)
+            ctx.record.count("fault_failover")
+            failover_done = True
+            print(f"   t={elapsed:5.1f}s  FAILOVER: primary stopped (-m immediate), standby promoted in "
+                  f"{time.monotonic() - t0:.1f} s; workers now go to 127.0.0.1:{standby.port}", flush=True)
+
+        try:
+            if monitor is None or monitor.closed:
+                monitor = H.connect(target, "soak monitor", timeout=2)
+            with monitor.cursor() as cur:
+                cur.execute("SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending'),"
+                            "       (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')")
+                pending, in_flight = cur.fetchone()
+                open_ = pending + in_flight
+        except psycopg2.Error:
+            H.close_quietly(monitor)
+            monitor = None
+
+        if phase == "chaos":
+            enough = (elapsed >= args.min_duration and len(ctx.enqueued) >= args.jobs
+                      and faults >= args.min_faults and crashes >= args.min_crashes
+                      and (not standby or failover_done))
+            if enough or elapsed >= args.max_duration or (crasher and crasher.error):
+                targets_met = enough
+                phase = "drain"
+                t_chaos_end = now
+                ctx.chaos.clear()
+                if crasher:
+                    crasher.halt.set()
+                    with cluster_lock:  # a crash in progress finishes its restart
+                        pass
+                print(f"   t={elapsed:5.1f}s  chaos over ({'targets met' if enough else 'TARGETS NOT MET'});"
+                      f" draining", flush=True)
+        elif phase == "drain":
+            if producer.done.is_set() and open_ == 0:
+                finished = True
+            elif now - t_chaos_end > args.drain_timeout:
+                print(f"!! drain timeout: {open_} jobs still open", flush=True)
+        if not args.quiet and (elapsed - last_print >= args.progress_every or finished):
+            last_print = elapsed
+            print(f"   t={elapsed:5.1f}s  jobs {len(ctx.enqueued)}, open {open_}, sends {len(partner.requests)},"
+                  f" faults {faults} (crashes {crashes}), finalizes applied {c['finalize_applied']}"
+                  f" stale {c['finalize_stale']} unknown {c['finalize_unknown']}", flush=True)
+        if finished or (phase == "drain" and now - t_chaos_end > args.drain_timeout):
+            break
+        if len(ctx.violations.unexpected) > 50:
+            print("!! more than 50 unexpected errors: giving up", flush=True)
+            break
+    run_seconds = time.monotonic() - t_run
+    H.close_quietly(monitor)
+
+    ctx.stop.set()
+    ctx.chaos.clear()
+    if crasher:
+        crasher.halt.set()
+        crasher.join(timeout=60)
+    for t in workers + [reconciler, producer]:
+        t.join(timeout=max(args.lease_list) * 3 + args.pause_extra + 30)
+    stuck = [t.name for t in workers + [reconciler, producer] if t.is_alive()]
+    if stuck:
+        print(f"!! threads still running: {stuck}")
+    ctx.killer.close()
+    partner.stop()
+
+    print("-- checks", flush=True)
+    stats = {}
+    try:
+        conn = H.connect(target, "soak checks")
+        db = H.read_database(conn)
+        conn.close()
+        H.check_everything(ctx, db, list(partner.requests), stats, require_terminal=finished)
+    except Exception:
+        db = None
+        ctx.violations.unexpected_error("checks")
+    if args.self_test_checker and db is not None:
+        self_test_checker(ctx, db, list(partner.requests), finished)
+    lost_note = None
+    if standby and failover_done:
+        try:
+            lost_note = audit_old_primary(primary, ctx, target)
+        except Exception:
+            ctx.violations.unexpected_error("old primary audit")
+    ctx.violations.fold_unexpected()
+
+    c = ctx.record.counters
+    fault_kinds = [
+        ("terminate during claim (statement/commit)", "fault_term_claim"),
+        ("terminate inside claim transaction, before COMMIT", "fault_term_claim_precommit"),
+        ("terminate during send", "fault_term_send"),
+        ("terminate during finalize (statement/commit)", "fault_term_finalize"),
+        ("terminate after finalize ran, before COMMIT", "fault_term_finalize_precommit"),
+        ("worker killed between claim and finalize", "fault_kill"),
+        ("worker paused past its lease, finalized late", "fault_pause"),
+        ("server crash (pg_ctl -m immediate) + restart", "fault_server_crash"),
+        ("failover (primary -m immediate, standby promoted)", "fault_failover"),
+    ]
+    faults = sum(c[k] for _, k in fault_kinds)
+    lines = H.summary_lines(ctx, stats)
+    lines += [
+        ("faults", f"{faults} in all (terminations that found no backend, not counted: "
+                   f"{sum(v for k, v in c.items() if k.endswith('_missed'))})"),
+    ]
+    lines += [(f"  {name}", f"{c[k]}") for name, k in fault_kinds
+              if c[k] or not (k.endswith("failover") or (k.endswith("crash") and args.failover))]
+    lines += [
+        ("connections lost", f"{c['connections_lost']}  (reconnect attempts refused while the server was down:"
+                             f" {c['connect_failures']}; enqueue chunks retried with the same keys:"
+                             f" {c['enqueue_unknown']}; finalizes retried after an unknown answer:"
+                             f" {c['finalize_retried_after_unknown']})"),
+        ("unknown answers", f"claims {stats.get('claim_unknown', 0)} (committed {stats.get('claim_unknown_committed', 0)}),"
+                            f" heartbeats {stats.get('heartbeat_unknown', 0)}"
+                            f" (committed {stats.get('heartbeat_unknown_committed', 0)}),"
+                            f" finalizes {stats.get('finalize_unknown', 0)}"
+                            f" (committed {stats.get('finalize_unknown_committed', 0)})"),
+    ]
+    if crasher:
+        lines.append(("server downtime", f"{crasher.downtime:.1f} s over {c['fault_server_crash']} crashes"))
+    if lost_note:
+        lines.append(("old primary after failover", lost_note))
+    lines += [
+        ("run time", f"{run_seconds:.1f} s of work (chaos {(t_chaos_end or time.monotonic()) - t_run:.1f} s),"
+                     f" {time.monotonic() - t_start:.1f} s in all"),
+        ("invariant violations", f"{ctx.violations.total()}"),
+    ]
+    print("== summary")
+    H.print_table(lines)
+    if ctx.violations.total():
+        print("== invariant violations")
+        print("\n".join(ctx.violations.report()))
+    if ctx.violations.total():
+        print("== RESULT: FAILED, invariants violated")
+        return 1
+    if not finished:
+        print("== RESULT: the run did not finish (jobs still open)")
+        return 2
+    if not targets_met:
+        print("== RESULT: every invariant held, but the run missed its targets (jobs/faults/crashes)")
+        return 2
+    print("== RESULT: OK, every invariant held")
+    return 0
+
+
+def self_test_checker(ctx, db, sends, finished):
+    """Every check must be seen to fail: on copies of this (clean) run's records, one
+    mutation per check, each the fact the check exists for; the check must report it."""
+    print("-- checker self-test: one mutation of this run's records per check", flush=True)
+    if ctx.violations.total() or ctx.violations.unexpected or not finished:
+        print("   skipped: the run itself is not clean")
+        return
+    results = H.checker_self_test(ctx, db, sends)
+    for check, doc, reported, caught in results:
+        print(f"   {'caught ' if caught else 'MISSED '} {check}  <- {doc}")
+        if not caught:
+            print(f"            reported instead: {reported}")
+            ctx.violations.add("checker self-test: a check did not fire", f"{check} ({doc})")
+    print(f"   {sum(1 for r in results if r[3])} of {len(results)} checks seen to fail", flush=True)
+
+
+def wait_for_standby(conn, args):
+    deadline = time.monotonic() + 60
+    while True:
+        with conn.cursor() as cur:
+            cur.execute("SELECT sync_state, state FROM pg_stat_replication")
+            row = cur.fetchone()
+        want = "async" if args.broken == "async-standby" else "sync"
+        if row and row[0] == want and row[1] == "streaming":
+            return row[0]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the standby is not streaming as {want}: {row}")
+        time.sleep(0.2)
+
+
+def detach_standby(standby):
+    """Cuts the standby off its primary (async-standby variant): an empty primary_conninfo
+    stops the WAL receiver at the next reload; the asynchronous primary goes on committing."""
+    auto = os.path.join(standby.data, "postgresql.auto.conf")
+    with open(auto, "a") as f:
+        f.write("\nprimary_conninfo = ''\n")
+    standby.reload()
+
+
+def run_sql_retrying(ctx, sql):
+    try:
+        conn = H.connect(ctx.target, "soak rogue", timeout=2)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+        finally:
+            conn.close()
+        return True
+    except psycopg2.Error:
+        return False
+
+
+def audit_old_primary(primary, ctx, target):
+    """Starts the old primary on its own after the run (it recovers to its own timeline, no
+    worker reaches it) and compares its witness rows with the new primary's: rows it has and
+    the new primary lacks were committed there but never acknowledged -- every one of them
+    must be a call whose answer did not come back."""
+    primary.start()
+    try:
+        old = H.connect(H.Target("127.0.0.1", primary.port, "postgres", "postgres"), "soak audit")
+        new = H.connect(target, "soak audit")
+        ids = {}
+        for name, conn in (("old", old), ("new", new)):
+            with conn.cursor() as cur:
+                cur.execute("SELECT call_id FROM harness.claims UNION SELECT call_id FROM harness.heartbeats"
+                            " UNION SELECT call_id FROM harness.finalizes")
+                ids[name] = {r[0] for r in cur.fetchall()}
+            conn.close()
+    finally:
+        primary.stop("fast")
+    only_old = ids["old"] - ids["new"]
+    calls = {c["id"]: c for c in ctx.record.calls}
+    acked = [cid for cid in only_old if calls.get(cid, {}).get("known")]
+    for cid in acked:
+        c = calls[cid]
+        ctx.violations.add("an acknowledged call is on the old primary only (lost in the failover)",
+                           f"call {cid} {c['kind']} job {c.get('job')} -> {c['result']!r}")
+    return (f"{len(only_old)} calls committed there but not on the new primary"
+            f" ({len(acked)} of them acknowledged to their worker)")
+
+
+# ----------------------------------------------------------------------------------
+# the checker's own test: every broken variant must be caught
+# ----------------------------------------------------------------------------------
+
+def prove_checker(args, workdir):
+    """Runs each broken variant (a short soak each, in a subfolder of the workdir) and
+    checks that the checker reports at least one of the expected checks. Exit 0 when
+    every variant was caught."""
+    me = os.path.abspath(__file__)
+    results = []
+    sub = os.path.join(workdir, "self-test")
+    os.mkdir(sub)
+    if os.geteuid() == 0:
+        shutil.chown(sub, "postgres", "postgres")
+    print("== every check, on a clean run's records mutated once per check", flush=True)
+    t0 = time.monotonic()
+    cmd = [sys.executable, me, "--quiet", "--self-test-checker", "--seed", str(args.seed), "--min-duration", "20",
+           "--max-duration", "60", "--min-crashes", "1", "--crash-every", "8", "--min-faults", "0", "--jobs", "800",
+           "--workdir", sub]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    finally:
+        shutil.rmtree(sub, ignore_errors=True)
+    tested = [line for line in p.stdout.splitlines() if line.startswith(("   caught", "   MISSED", "            reported"))]
+    print("\n".join(tested))
+    ok = p.returncode == 0 and tested and not any(line.startswith("   MISSED") for line in tested)
+    results.append(("checker self-test", ok))
+    print(f"   exit {p.returncode} after {time.monotonic() - t0:.0f} s: {'every check fired' if ok else 'NOT every check fired'}",
+          flush=True)
+    if p.returncode != 0 and not tested:
+        print(p.stdout[-3000:])
+    for name in sorted(BROKEN):
+        sub = os.path.join(workdir, name)
+        os.mkdir(sub)
+        if os.geteuid() == 0:
+            shutil.chown(sub, "postgres", "postgres")
+        cmd = [sys.executable, me, "--break", name, "--quiet", "--seed", str(args.seed),
+               "--min-duration", "25", "--max-duration", "60", "--min-crashes", "1", "--crash-every", "10",
+               "--min-faults", "0", "--jobs", "800", "--drain-timeout", "40"]
+        if name == "async-standby":
+            cmd = [sys.executable, me, "--break", name, "--quiet", "--seed", str(args.seed),
+                   "--min-duration", "30", "--max-duration", "60", "--failover-at", "18", "--min-faults", "0",
+                   "--jobs", "800", "--drain-timeout", "40"]
+        print(f"== broken variant {name}: {BROKEN[name]['doc']}", flush=True)
+        t0 = time.monotonic()
+        if name.startswith("finalize-"):
+            # the broken function stands in for sendjobs_finalize; more late finalizes to race
+            cmd += ["--finalize-batch-share", "0", "--p-pause", "0.05"]
+        cmd += ["--workdir", sub]
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        finally:
+            shutil.rmtree(sub, ignore_errors=True)
+        out = p.stdout
+        found = []
+        in_v = False
+        for line in out.splitlines():
+            if line.startswith("== invariant violations"):
+                in_v = True
+                continue
+            if in_v and line.startswith("== "):
+                in_v = False
+            if in_v and line.startswith("   ") and not line.startswith("      "):
+                found.append(line.strip())
+        caught = p.returncode == 1 and any(any(f.startswith(e + ":") for f in found) for e in EXPECTED[name])
+        results.append((name, caught))
+        print(f"   exit {p.returncode} after {time.monotonic() - t0:.0f} s; the checker reported:")
+        for f in found:
+            print(f"     {f}")
+        print(f"   {'CAUGHT' if caught else 'NOT CAUGHT'} (expected: {'; '.join(EXPECTED[name])})", flush=True)
+    missed = [n for n, ok in results if not ok]
+    print(f"== prove-checker: {len(results) - len(missed)} of {len(results)} passed (self-test + broken variants)"
+          + (f"; NOT caught: {missed}" if missed else ""))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

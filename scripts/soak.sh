@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The sendjobs chaos soak, end to end: build and install the extension into the system
+# PostgreSQL 15 (like demo.sh), then run scripts/soak.py in a fresh folder under /tmp, where
+# it makes its own cluster(s), injects faults (backend terminations during claim, send and
+# finalize; worker kills and pauses; `pg_ctl -m immediate` crashes; or a failover to a
+# synchronous standby) and checks every invariant of CONTRACT.md at the end. Every
+# cluster is stopped and the folder removed, pass or fail. Exits with soak.py's code
+# (0 = every invariant held, 1 = violations, 2 = did not finish / missed its targets).
+#
+#   bash scripts/soak.sh --short            about a minute; part of the test command
+#   bash scripts/soak.sh --long             >= 100,000 jobs, 1,000 faults, 10 server crashes
+#   bash scripts/soak.sh --failover         primary + synchronous standby, promoted mid-run
+#   bash scripts/soak.sh --break VARIANT    a deliberately broken variant (must fail)
+#   bash scripts/soak.sh --prove-checker    every broken variant; passes if each one is caught
+#
+# Options: any of scripts/soak.py (--help), plus
+#   --result-file FILE        also write the output to FILE, headed by date, command, machine
+# Environment:
+#   SENDJOBS_SKIP_INSTALL=1   use the extension already installed (no setup.sh, no cargo)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+PGBIN=/usr/lib/postgresql/15/bin
+PG_CONFIG="$PGBIN/pg_config"
+PYTHON=/usr/bin/python3 # Debian's python: it sees the apt package python3-psycopg2
+
+log() { printf '== soak.sh: %s\n' "$*"; }
+is_root() { [ "$(id -u)" = 0 ]; }
+
+result_file=""
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --result-file) result_file="$2"; shift 2 ;;
+    --result-file=*) result_file="${1#*=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+
+if [ "${SENDJOBS_SKIP_INSTALL:-0}" = 1 ]; then
+  log "SENDJOBS_SKIP_INSTALL=1: using the installed extension"
+else
+  log "setup (apt packages, cargo-pgrx)"
+  bash scripts/setup.sh
+  log "building and installing the extension into $("$PG_CONFIG" --version)"
+  if is_root; then
+    cargo pgrx install --release --pg-config "$PG_CONFIG"
+  else
+    cargo pgrx install --release --sudo --pg-config "$PG_CONFIG"
+  fi
+fi
+if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
+  echo "soak.sh: the sendjobs extension is not installed into PostgreSQL 15" >&2
+  exit 2
+fi
+
+WORK="$(mktemp -d /tmp/sendjobs-soak.XXXXXX)"
+if is_root; then
+  chown postgres:postgres "$WORK"
+fi
+as_owner() {
+  if is_root; then
+    (cd "$WORK" && sudo -u postgres -- "$@")
+  else
+    (cd "$WORK" && "$@")
+  fi
+}
+
+child=""
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+    kill -TERM "$child" 2>/dev/null   # soak.py stops its clusters itself ...
+    wait "$child" 2>/dev/null
+  fi
+  # ... and whatever is still running under $WORK is stopped here.
+  while IFS= read -r pidfile; do
+    as_owner "$PGBIN/pg_ctl" -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1
+  done < <(find "$WORK" -name postmaster.pid 2>/dev/null)
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cmd=("$PYTHON" -u scripts/soak.py --workdir "$WORK" "${args[@]}")
+log "running scripts/soak.py ${args[*]}"
+set +e
+if [ -n "$result_file" ]; then
+  {
+    echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "command:  ${SENDJOBS_SKIP_INSTALL:+SENDJOBS_SKIP_INSTALL=$SENDJOBS_SKIP_INSTALL }bash scripts/soak.sh ${args[*]}"
+    echo "git rev:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git status --porcelain -- scripts 2>/dev/null)" ] && echo " (+ uncommitted changes in scripts/)")"
+    echo "machine:  nproc = $(nproc); $(uname -srm)"
+    free -h | sed 's/^/          /'
+    echo
+  } >"$result_file"
+  "${cmd[@]}" > >(tee -a "$result_file") 2>&1 &
+else
+  "${cmd[@]}" &
+fi
+child=$!
+wait "$child"
+rc=$?
+child=""
+set -e
+if [ -n "$result_file" ]; then
+  sleep 0.5 # let tee flush
+  echo "exit status: $rc" >>"$result_file"
+fi
+exit "$rc"
