@@ -1,0 +1,597 @@
+#!/usr/bin/python3
+"""Turns bench/results/<mode>/{runs.csv,meta.json} into BENCHMARKS.md and PNG plots, and
+prints the throughput table and the PASS/FAIL lines of the targets.
+
+    /usr/bin/python3 bench/report.py [--results DIR] [--report PATH] [--plots DIR]
+"""
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+NOISE = 0.05          # "within 5% noise"
+ARM_ORDER = ["E", "S", "P", "F", "E1", "P1"]
+ARM_LABEL = {
+    "E": "E  extension functions",
+    "S": "S  same SQL, client-prepared",
+    "P": "P  same logic in PL/pgSQL",
+    "F": "F  floor: 2 single-row UPDATE txns",
+    "E1": "E1 extension, one finalize call per job",
+    "P1": "P1 PL/pgSQL, one finalize call per job",
+}
+COLORS = {"E": "#d62728", "S": "#1f77b4", "P": "#2ca02c", "F": "#7f7f7f", "E1": "#ff9896", "P1": "#98df8a"}
+
+
+def load(results):
+    rows = []
+    with open(results / "runs.csv") as f:
+        for r in csv.DictReader(f):
+            for k in ("backlog", "rep", "clients", "batch", "cycles", "jobs", "failed"):
+                r[k] = int(r[k]) if r[k] not in ("", None) else 0
+            for k in ("jobs_per_s", "tps", "claim_ms", "finalize_ms", "wal_per_job", "wal_per_cycle",
+                      "hot_pct", "n_dead_tup", "n_live_tup", "table_bytes", "indexes_bytes",
+                      "total_bytes", "autovacuums", "lat_avg_ms", "leftover_in_flight"):
+                r[k] = float(r[k]) if r.get(k) not in ("", None) else None
+            rows.append(r)
+    meta = json.loads((results / "meta.json").read_text()) if (results / "meta.json").exists() else {}
+    return rows, meta
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+class Agg:
+    """Medians over the repetitions of each (variant, backlog, clients, batch, arm)."""
+
+    def __init__(self, rows):
+        self.groups = defaultdict(list)
+        for r in rows:
+            if r["error"]:
+                continue
+            self.groups[(r["variant"], r["backlog"], r["clients"], r["batch"], r["arm"])].append(r)
+        self.errors = [r for r in rows if r["error"]]
+
+    def get(self, variant, backlog, clients, batch, arm, field="jobs_per_s"):
+        if arm == "F":
+            batch = 1
+        return med([r[field] for r in self.groups.get((variant, backlog, clients, batch, arm), [])])
+
+    def spread(self, variant, backlog, clients, batch, arm, field="jobs_per_s"):
+        if arm == "F":
+            batch = 1
+        vals = [r[field] for r in self.groups.get((variant, backlog, clients, batch, arm), [])
+                if r[field] is not None]
+        return (min(vals), max(vals), len(vals)) if vals else (None, None, 0)
+
+    def last(self, variant, backlog, arm):
+        """The row of the last run on an arm's table in a phase (table size after)."""
+        best = None
+        for (v, b, _c, _bt, a), rs in self.groups.items():
+            if v == variant and b == backlog and a == arm:
+                for r in rs:
+                    if best is None or r["started_at"] > best["started_at"]:
+                        best = r
+        return best
+
+    def axes(self, variant):
+        keys = [k for k in self.groups if k[0] == variant]
+        backlogs = sorted({k[1] for k in keys})
+        clients = sorted({k[2] for k in keys})
+        batches = sorted({k[3] for k in keys if k[4] != "F"})
+        arms = [a for a in ARM_ORDER if any(k[4] == a for k in keys)]
+        return backlogs, clients, batches, arms
+
+
+# --------------------------------------------------------------------------------------
+# Formatting
+
+
+def n0(v):
+    return "–" if v is None else f"{v:,.0f}"
+
+
+def n2(v):
+    return "–" if v is None else f"{v:.2f}"
+
+
+def n3(v):
+    return "–" if v is None else f"{v:.3f}"
+
+
+def ratio(a, b):
+    return None if a is None or b in (None, 0) else a / b
+
+
+def bl(b):
+    return f"{b // 1_000_000}M" if b >= 1_000_000 and b % 1_000_000 == 0 else (
+        f"{b // 1000}k" if b >= 1000 and b % 1000 == 0 else str(b))
+
+
+def mb(v):
+    return "–" if v is None else f"{v / 1048576:.1f}"
+
+
+def table(header, rows, align=None):
+    align = align or ["r"] * len(header)
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "|".join(("---:" if a == "r" else ":---") for a in align) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------
+# Targets
+
+
+def targets(agg):
+    """[(name, status, detail)] with status PASS / FAIL / SKIP."""
+    out = []
+    backlogs, clients, batches, arms = agg.axes("retry")
+
+    # 1. E >= S and E >= P everywhere (5% noise)
+    worst, fails, checked = None, [], 0
+    for b in backlogs:
+        for c in clients:
+            for bt in batches:
+                e = agg.get("retry", b, c, bt, "E")
+                for other in ("S", "P"):
+                    o = agg.get("retry", b, c, bt, other)
+                    r = ratio(e, o)
+                    if r is None:
+                        continue
+                    checked += 1
+                    if worst is None or r < worst[0]:
+                        worst = (r, f"E/{other} = {r:.2f} at backlog {bl(b)}, {c} clients, batch {bt}")
+                    if r < 1 - NOISE:
+                        fails.append(f"E/{other} {r:.2f} ({bl(b)}, c{c}, b{bt})")
+    if checked:
+        out.append(("E >= S and E >= P at every grid point (within 5%)",
+                    "FAIL" if fails else "PASS",
+                    f"{len(fails)} of {checked} comparisons below 0.95; worst {worst[1]}"
+                    + (f"; failing: {', '.join(fails[:12])}{' ...' if len(fails) > 12 else ''}" if fails else "")))
+    else:
+        out.append(("E >= S and E >= P at every grid point (within 5%)", "SKIP", "no E/S/P data"))
+
+    # 2. batch 100 per-job throughput >= 10x batch 1
+    if 1 in batches and 100 in batches:
+        det, ok = [], True
+        for b in backlogs:
+            for c in clients:
+                r = ratio(agg.get("retry", b, c, 100, "E"), agg.get("retry", b, c, 1, "E"))
+                if r is None:
+                    continue
+                det.append(f"{bl(b)}/c{c}: {r:.1f}x")
+                ok &= r >= 10
+        out.append(("E jobs/s at batch 100 >= 10x batch 1", "PASS" if ok else "FAIL", "; ".join(det)))
+    else:
+        out.append(("E jobs/s at batch 100 >= 10x batch 1", "SKIP", "the grid lacks batch 1 or 100"))
+
+    # 3. claim latency at the largest backlog <= 1.2x the smallest
+    if len(backlogs) >= 2:
+        lo, hi = backlogs[0], backlogs[-1]
+        det, ok = [], True
+        for c in clients:
+            for bt in batches:
+                r = ratio(agg.get("retry", hi, c, bt, "E", "claim_ms"), agg.get("retry", lo, c, bt, "E", "claim_ms"))
+                if r is None:
+                    continue
+                det.append(f"c{c}/b{bt}: {r:.2f}x")
+                ok &= r <= 1.2
+        out.append((f"E claim latency at {bl(hi)} <= 1.2x at {bl(lo)}", "PASS" if ok else "FAIL", "; ".join(det)))
+    else:
+        out.append(("E claim latency at 1M <= 1.2x at 10k", "SKIP", "one backlog only"))
+
+    # 4. throughput does not fall as clients rise
+    if len(clients) >= 2:
+        det, ok = [], True
+        for b in backlogs:
+            for bt in batches:
+                vals = [agg.get("retry", b, c, bt, "E") for c in clients]
+                if None in vals:
+                    continue
+                fall = [f"{clients[i]}->{clients[i + 1]}: {vals[i + 1] / vals[i]:.2f}x"
+                        for i in range(len(vals) - 1) if vals[i + 1] < (1 - NOISE) * vals[i]]
+                if fall:
+                    ok = False
+                    det.append(f"{bl(b)}/b{bt} falls ({', '.join(fall)})")
+                else:
+                    det.append(f"{bl(b)}/b{bt} ok ({vals[-1] / vals[0]:.2f}x from {clients[0]} to {clients[-1]})")
+        out.append((f"E jobs/s does not fall as clients rise {clients[0]}->{clients[-1]} (5% noise)",
+                    "PASS" if ok else "FAIL", "; ".join(det)))
+    else:
+        out.append(("E jobs/s does not fall as clients rise", "SKIP", "one client count only"))
+
+    # 5. E at batch 1 >= 0.7 x F
+    if 1 in batches and "F" in arms:
+        det, ok = [], True
+        for b in backlogs:
+            for c in clients:
+                r = ratio(agg.get("retry", b, c, 1, "E"), agg.get("retry", b, c, 1, "F"))
+                if r is None:
+                    continue
+                det.append(f"{bl(b)}/c{c}: {r:.2f}")
+                ok &= r >= 0.7
+        out.append(("E at batch 1 >= 0.7x F (jobs/s vs F cycles/s)", "PASS" if ok else "FAIL", "; ".join(det)))
+    else:
+        out.append(("E at batch 1 >= 0.7x F", "SKIP", "no batch 1 or no F"))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Plots
+
+
+def plots(agg, plot_dir, meta):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401
+
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    backlogs, clients, batches, arms = agg.axes("retry")
+    files = []
+    tag = f"{meta.get('mode', '?')} run, {meta.get('date', '')}, git {meta.get('git_rev', '?')}"
+
+    def draw(ax, xs, arm, b, key):
+        ys, lo, hi = [], [], []
+        for x in xs:
+            c, bt = key(x)
+            y = agg.get("retry", b, c, bt, arm)
+            mn, mx, _ = agg.spread("retry", b, c, bt, arm)
+            ys.append(y)
+            lo.append(None if y is None else y - mn)
+            hi.append(None if y is None else mx - y)
+        pts = [(x, y, l, h) for x, y, l, h in zip(xs, ys, lo, hi) if y is not None]
+        if not pts:
+            return
+        px, py, pl, ph = zip(*pts)
+        ax.errorbar(px, py, yerr=[pl, ph], marker="o", ms=4, capsize=3, lw=1.6,
+                    color=COLORS.get(arm), label=ARM_LABEL.get(arm, arm),
+                    ls="--" if arm == "F" else "-")
+
+    def legend(fig, axs):
+        seen = {}
+        for row in axs:
+            for ax in row:
+                for h, l in zip(*ax.get_legend_handles_labels()):
+                    seen.setdefault(l, h)
+        order = [ARM_LABEL[a] for a in ARM_ORDER if ARM_LABEL[a] in seen]
+        fig.legend([seen[l] for l in order], order, loc="lower center", ncol=2, fontsize=9, frameon=False)
+
+    # throughput vs clients: one panel per (backlog, batch)
+    fig, axs = plt.subplots(len(backlogs), len(batches), figsize=(4.2 * len(batches), 3.4 * len(backlogs)),
+                            squeeze=False)
+    for i, b in enumerate(backlogs):
+        for j, bt in enumerate(batches):
+            ax = axs[i][j]
+            for arm in arms:
+                draw(ax, clients, arm, b, lambda c, bt=bt: (c, bt))
+            ax.set_title(f"backlog {bl(b)}, batch {bt}", fontsize=10)
+            ax.set_xticks(clients)
+            ax.set_xlabel("clients")
+            ax.set_ylabel("jobs / s")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+    legend(fig, axs)
+    fig.suptitle(f"sendjobs: throughput vs clients (median, bars = min..max)\n{tag}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.11, 1, 0.95))
+    p = plot_dir / "throughput_vs_clients.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    files.append(p)
+
+    # throughput vs batch: one panel per (backlog, clients), log-log
+    fig, axs = plt.subplots(len(backlogs), len(clients), figsize=(4.2 * len(clients), 3.4 * len(backlogs)),
+                            squeeze=False)
+    for i, b in enumerate(backlogs):
+        for j, c in enumerate(clients):
+            ax = axs[i][j]
+            for arm in arms:
+                if arm == "F":
+                    f = agg.get("retry", b, c, 1, "F")
+                    if f:
+                        ax.axhline(f, color=COLORS["F"], ls="--", lw=1.2, label=ARM_LABEL["F"])
+                    continue
+                draw(ax, batches, arm, b, lambda bt, c=c: (c, bt))
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xticks(batches)
+            ax.set_xticklabels([str(x) for x in batches])
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.set_title(f"backlog {bl(b)}, {c} client{'s' if c > 1 else ''}", fontsize=10)
+            ax.set_xlabel("batch size (jobs per claim)")
+            ax.set_ylabel("jobs / s")
+            ax.grid(alpha=0.3, which="both")
+    legend(fig, axs)
+    fig.suptitle(f"sendjobs: throughput vs batch size (median, bars = min..max)\n{tag}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.11, 1, 0.95))
+    p = plot_dir / "throughput_vs_batch.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    files.append(p)
+
+    # claim latency vs backlog
+    if len(backlogs) >= 2:
+        fig, axs = plt.subplots(1, len(batches), figsize=(4.2 * len(batches), 3.4), squeeze=False)
+        for j, bt in enumerate(batches):
+            ax = axs[0][j]
+            for arm in [a for a in arms if a != "F"]:
+                for k, b in enumerate(backlogs):
+                    ys = [agg.get("retry", b, c, bt, arm, "claim_ms") for c in clients]
+                    ax.plot(clients, ys, marker="o" if k == 0 else "s", ms=4, color=COLORS.get(arm),
+                            ls="-" if k == 0 else ":", label=f"{arm} {bl(b)}")
+            ax.set_title(f"claim latency, batch {bt}", fontsize=10)
+            ax.set_xticks(clients)
+            ax.set_xlabel("clients")
+            ax.set_ylabel("ms per claim statement")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+        handles, labels = axs[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=9, frameon=False)
+        fig.suptitle(f"sendjobs: claim latency by backlog (solid {bl(backlogs[0])}, dotted {bl(backlogs[-1])})\n{tag}",
+                     fontsize=11)
+        fig.tight_layout(rect=(0, 0.1, 1, 0.9))
+        p = plot_dir / "claim_latency.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        files.append(p)
+    return files
+
+
+# --------------------------------------------------------------------------------------
+# The report
+
+
+def throughput_table(agg):
+    backlogs, clients, batches, arms = agg.axes("retry")
+    fn_arms = [a for a in arms if a != "F"]
+    header = ["backlog", "clients", "batch"] + [f"{a} jobs/s" for a in arms] + \
+             [f"E/{a}" for a in ["S", "P", "F", "E1", "P1"] if a in arms]
+    rows = []
+    for b in backlogs:
+        for c in clients:
+            for bt in batches:
+                vals = {a: agg.get("retry", b, c, bt, a) for a in arms}
+                row = [bl(b), c, bt] + [n0(vals[a]) for a in arms]
+                row += [n2(ratio(vals.get("E"), vals[a])) for a in ["S", "P", "F", "E1", "P1"] if a in arms]
+                rows.append(row)
+    del fn_arms
+    return table(header, rows)
+
+
+def latency_table(agg):
+    backlogs, clients, batches, arms = agg.axes("retry")
+    arms = [a for a in arms if a != "F"]
+    header = ["backlog", "clients", "batch"] + [f"{a} claim ms" for a in arms] + \
+             [f"{a} finalize ms" for a in arms]
+    rows = []
+    for b in backlogs:
+        for c in clients:
+            for bt in batches:
+                rows.append([bl(b), c, bt] + [n3(agg.get("retry", b, c, bt, a, "claim_ms")) for a in arms]
+                            + [n3(agg.get("retry", b, c, bt, a, "finalize_ms")) for a in arms])
+    return table(header, rows)
+
+
+def backlog_latency_table(agg):
+    backlogs, clients, batches, arms = agg.axes("retry")
+    if len(backlogs) < 2:
+        return "_One backlog only: no comparison._"
+    lo, hi = backlogs[0], backlogs[-1]
+    arms = [a for a in arms if a != "F"]
+    header = ["clients", "batch"]
+    for a in arms:
+        header += [f"{a} {bl(lo)}", f"{a} {bl(hi)}", f"{a} ratio"]
+    rows = []
+    for c in clients:
+        for bt in batches:
+            row = [c, bt]
+            for a in arms:
+                x = agg.get("retry", lo, c, bt, a, "claim_ms")
+                y = agg.get("retry", hi, c, bt, a, "claim_ms")
+                row += [n3(x), n3(y), n2(ratio(y, x))]
+            rows.append(row)
+    return table(header, rows)
+
+
+def footprint_table(agg):
+    backlogs, clients, batches, arms = agg.axes("retry")
+    header = ["backlog", "clients", "batch", "WAL bytes/job " + "/".join(arms),
+              "HOT % " + "/".join(arms), "dead tuples after run " + "/".join(arms),
+              "autovacuums during run " + "/".join(arms)]
+    rows = []
+    for b in backlogs:
+        for c in clients:
+            for bt in batches:
+                def cell(field, fmt):
+                    return " / ".join(fmt(agg.get("retry", b, c, bt, a, field)) for a in arms)
+                rows.append([bl(b), c, bt, cell("wal_per_job", n0), cell("hot_pct", lambda v: "–" if v is None else f"{v:.0f}"),
+                             cell("n_dead_tup", n0), cell("autovacuums", n0)])
+    return table(header, rows)
+
+
+def size_table(agg):
+    backlogs, _clients, _batches, arms = agg.axes("retry")
+    rows = []
+    for b in backlogs:
+        for a in arms:
+            r = agg.last("retry", b, a)
+            if not r:
+                continue
+            rows.append([bl(b), a, mb(r["table_bytes"]), mb(r["indexes_bytes"]), mb(r["total_bytes"]),
+                         n0(r["n_live_tup"]), n0(r["n_dead_tup"])])
+    return table(["backlog", "arm", "heap MB", "indexes MB", "total MB", "n_live_tup", "n_dead_tup"], rows)
+
+
+def sent_table(agg):
+    backlogs, clients, batches, arms = agg.axes("sent")
+    if not backlogs:
+        return None
+    header = ["backlog", "clients", "batch"] + [f"{a} jobs/s" for a in arms] + \
+             [f"E/{a}" for a in arms if a != "E"] + ["WAL bytes/job " + "/".join(arms)]
+    rows = []
+    for b in backlogs:
+        for c in clients:
+            for bt in batches:
+                vals = {a: agg.get("sent", b, c, bt, a) for a in arms}
+                rows.append([bl(b), c, bt] + [n0(vals[a]) for a in arms]
+                            + [n2(ratio(vals.get("E"), vals[a])) for a in arms if a != "E"]
+                            + [" / ".join(n0(agg.get("sent", b, c, bt, a, "wal_per_job")) for a in arms)])
+    return table(header, rows)
+
+
+def write_report(rows, meta, agg, tg, plot_files, report_path):
+    g = meta.get("grid", {})
+    rel = lambda p: Path(p).resolve().relative_to(REPO) if Path(p).resolve().is_relative_to(REPO) else p  # noqa: E731
+    lines = []
+    mode = meta.get("mode", "?")
+    lines.append("# sendjobs benchmarks\n")
+    if mode != "full":
+        lines.append(f"> **{mode.upper()} RUN** — a reduced grid with short runs, made while developing the "
+                     "harness on a shared machine. The numbers show the shape, not the truth; "
+                     "publish only a full run (`bash bench/run.sh`) on a quiet machine.\n")
+    try:
+        load_start = float(str(meta.get("loadavg_start", "0")).split()[0])
+        load_end = float(str(meta.get("loadavg_end", "0")).split()[0])
+    except ValueError:
+        load_start = load_end = 0.0
+    cores = meta.get("nproc") or 1
+    if max(load_start, load_end) > 0.5 * cores:
+        lines.append(f"> **Busy machine**: load average {load_start:.1f} at the start and {load_end:.1f} at the end "
+                     f"on {cores} cores — other work shared the CPU and the disk with the benchmark, so "
+                     "differences between arms are mostly noise.\n")
+    lines.append("Produced by `bench/run.sh` (see [bench/README.md](bench/README.md) for the method). "
+                 "Every number is the **median of "
+                 f"{g.get('reps', '?')} run(s)** of {g.get('duration_s', '?')} s per grid point, arms "
+                 "interleaved; jobs/s counts jobs claimed and finalized.\n")
+    lines.append(f"- command: `{meta.get('command') or 'bash bench/run.sh'}`")
+    lines.append(f"- date: {meta.get('date', '?')}; elapsed {meta.get('elapsed_s', '?')} s "
+                 f"(estimated {meta.get('estimate_s', '?')} s)")
+    dirty = meta.get("git_dirty") or []
+    lines.append(f"- git rev: `{meta.get('git_rev', '?')}`" +
+                 (f" **with uncommitted changes** in {', '.join('`' + d[3:] + '`' for d in dirty)}" if dirty else " (clean src/, sql/)"))
+    so = meta.get("so") or {}
+    lines.append(f"- extension under test (E): `{so.get('path', '?')}` sha256 `{so.get('sha256', '?')}…`, "
+                 f"installed {so.get('mtime', '?')}")
+    sis = meta.get("statements_in_so") or {}
+    same = all(v for v in sis.values()) if sis else None
+    lines.append("- S/P statements byte-identical to the ones compiled into that .so: "
+                 + ("**yes**" if same else "**NO** (" + ", ".join(k for k, v in sis.items() if not v) + ")"
+                    if sis else "unknown"))
+    lines.append("")
+
+    lines.append("Arms: **E** the extension's functions; **S** the same statements the extension runs, sent "
+                 "by the client as prepared statements; **P** the same logic in PL/pgSQL; **F** the floor, two "
+                 "single-row `UPDATE` transactions per cycle. One cycle = one claim transaction + one finalize "
+                 "transaction (`retry` with `retry_at = now()`, so the backlog never drains). Method and "
+                 "unavoidable differences between the arms: [bench/README.md](bench/README.md).\n")
+    lines.append("## Targets\n")
+    lines.append("Goals for the extension (not for the harness), judged on the medians above:\n")
+    lines.append("```")
+    for name, status, detail in tg:
+        lines.append(f"{status}  {name}")
+    lines.append("```\n")
+    for name, status, detail in tg:
+        lines.append(f"- **{status}** {name}: {detail}")
+    lines.append("")
+
+    lines.append("## Throughput (retry cycle: the backlog never drains)\n")
+    lines.append("jobs/s per arm; E/x = E's jobs/s divided by x's (≥ 1 means E is faster). "
+                 "F does one single-row UPDATE per transaction, two per cycle, whatever the batch; "
+                 "its column is cycles/s (one \"job\" per cycle), so E/F at batch > 1 compares a batch "
+                 "cycle with a bare cycle.\n")
+    lines.append(throughput_table(agg) + "\n")
+    for p in plot_files:
+        lines.append(f"![{p.stem}]({rel(p)})\n")
+
+    lines.append("## Latency per statement (pgbench -r, ms, client-observed, includes the commit)\n")
+    lines.append("claim = the claim transaction; finalize = the finalize transaction (for S the "
+                 "statement sent by the client).\n")
+    lines.append(latency_table(agg) + "\n")
+    lines.append("### Claim latency: largest vs smallest backlog\n")
+    lines.append(backlog_latency_table(agg) + "\n")
+
+    lines.append("## Write footprint per run (medians)\n")
+    lines.append("WAL bytes per job (`pg_current_wal_lsn()` difference over the run, divided by jobs; "
+                 "includes autovacuum and the checkpoint's full-page images); HOT % = "
+                 "`n_tup_hot_upd / n_tup_upd` during the run; dead tuples = `n_dead_tup` right after the "
+                 "run (each run starts right after a VACUUM). Cells are " + " / ".join(agg.axes("retry")[3]) + ".\n")
+    lines.append(footprint_table(agg) + "\n")
+    lines.append("The claim and the finalize of E/S/P cannot be HOT updates: both change `status`, which is in "
+                 "the predicate of every partial index, and an indexed column (`lease_expires_at`, "
+                 "`next_attempt_at`); so every cycle inserts index entries and leaves dead ones. F updates "
+                 "only `attempts` (not indexed) and is HOT. F's WAL per cycle at a large backlog is mostly "
+                 "full-page images: its random rows touch a new page after each checkpoint, while the claim "
+                 "ring walks the table in order.\n")
+    lines.append("Table size after the last run on each arm's table (heap, indexes, total incl. TOAST):\n")
+    lines.append(size_table(agg) + "\n")
+
+    st = sent_table(agg)
+    if st:
+        lines.append("## Terminal `sent` finalize (jobs re-enqueued)\n")
+        lines.append("Same cycle, but the finalize transaction marks the jobs `sent` (one `send_job_events` row "
+                     "each) and re-enqueues as many fresh jobs with one plain `INSERT` (identical in every arm), "
+                     "so the pending backlog stays constant while the table grows.\n")
+        lines.append(st + "\n")
+
+    if agg.errors:
+        lines.append("## Failed runs (left out of the medians)\n")
+        lines.append(table(["variant", "backlog", "clients", "batch", "arm", "rep", "error"],
+                           [[r["variant"], bl(r["backlog"]), r["clients"], r["batch"], r["arm"], r["rep"],
+                             r["error"].replace("|", "/")] for r in agg.errors]) + "\n")
+
+    lines.append("## Machine and server\n")
+    lines.append(f"- CPU: {meta.get('cpu', '?')}, `nproc` = {meta.get('nproc', '?')}; kernel {meta.get('kernel', '?')}")
+    lines.append(f"- load average at start / end: `{meta.get('loadavg_start', '?')}` / `{meta.get('loadavg_end', '?')}`")
+    lines.append(f"- {meta.get('pg_version', '?')}; {meta.get('pgbench', '')}")
+    lines.append("- `free -h`:\n\n```\n" + meta.get("free_h", "?") + "\n```")
+    lines.append("- server settings (throwaway cluster, loopback, its own port):\n\n```\n" +
+                 "\n".join(meta.get("settings", [])) + "\n```")
+    if meta.get("settings_cli"):
+        lines.append(f"- started with: `{meta['settings_cli']}`")
+    lines.append(f"- payload: {meta.get('payload_text_bytes', '?')} bytes of JSON as text "
+                 f"({meta.get('payload_jsonb_bytes', '?')} as jsonb); max_attempts 2147483647; lease {g.get('lease', '?')}")
+    lines.append(f"- grid: backlogs {g.get('backlogs')}, clients {g.get('clients')}, batches {g.get('batches')}, "
+                 f"arms {g.get('arms')}, terminal variant {g.get('sent')}; VACUUM (ANALYZE) + CHECKPOINT "
+                 f"before each run: {g.get('vacuum_before_each_run')}")
+    lines.append(f"- data loads: {meta.get('load')}")
+    lines.append(f"- raw data: `{rel(meta.get('results_dir', 'bench/results'))}/runs.csv` (one row per run), "
+                 "`meta.json`, and `sql/` (the exact scripts, functions and extracted statements that ran)")
+    lines.append("")
+    report_path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", default=str(HERE / "results" / "full"))
+    ap.add_argument("--report", default=str(REPO / "BENCHMARKS.md"))
+    ap.add_argument("--plots", default=str(HERE / "plots"))
+    a = ap.parse_args(argv)
+    results = Path(a.results)
+    rows, meta = load(results)
+    meta.setdefault("results_dir", str(results))
+    agg = Agg(rows)
+    tg = targets(agg)
+    files = plots(agg, Path(a.plots), meta)
+    write_report(rows, meta, agg, tg, files, Path(a.report))
+    print("\n== throughput (jobs/s, medians)\n")
+    print(throughput_table(agg))
+    if agg.errors:
+        print(f"\n== {len(agg.errors)} run(s) failed; see the report")
+    print("\n== targets\n")
+    for name, status, detail in tg:
+        print(f"{status}  {name}\n      {detail}")
+    print(f"\n== wrote {a.report} and {', '.join(str(f) for f in files)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The sendjobs benchmark suite: E (the extension) vs S (the same SQL, client-prepared)
+# vs P (the same logic in PL/pgSQL) vs F (the floor), with pgbench, on a throwaway
+# PostgreSQL 15 cluster that this script creates and always removes.
+#
+#   bash bench/run.sh              # the full grid (about 50 minutes; run it on a quiet machine)
+#   bash bench/run.sh --quick      # a tiny grid with 2-second runs (a few minutes), for development
+#   bash bench/run.sh --help       # every option (durations, grid, arms, output paths)
+#
+# Writes BENCHMARKS.md (repo root), bench/plots/*.png and the raw data under
+# bench/results/<full|quick>/ (runs.csv, meta.json, sql/). It first builds the extension
+# with the release profile and installs it into the system PostgreSQL 15 (after
+# scripts/setup.sh); SENDJOBS_SKIP_INSTALL=1 measures the one already installed.
+# Options for this wrapper (everything else goes to bench/bench.py):
+#   --report PATH    the report to write       (default: BENCHMARKS.md)
+#   --plots DIR      where the PNGs go         (default: bench/plots)
+#   --keep-going     write the report even if some runs failed or the grid was aborted
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO="$PWD"
+PGBIN=/usr/lib/postgresql/15/bin
+PYTHON=/usr/bin/python3 # Debian's python: it sees the apt packages python3-psycopg2 / -matplotlib
+
+log() { printf '== run.sh: %s\n' "$*"; }
+is_root() { [ "$(id -u)" = 0 ]; }
+as_root() { if is_root; then "$@"; else sudo "$@"; fi; }
+
+REPORT="$REPO/BENCHMARKS.md"
+PLOTS="$REPO/bench/plots"
+KEEP_GOING=0
+MODE=full
+BENCH_ARGS=()
+RESULTS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --report) REPORT="$(realpath -m "$2")"; shift 2 ;;
+    --plots) PLOTS="$(realpath -m "$2")"; shift 2 ;;
+    --keep-going) KEEP_GOING=1; shift ;;
+    --quick) MODE=quick; BENCH_ARGS+=("$1"); shift ;;
+    --results) RESULTS="$(realpath -m "$2")"; shift 2 ;;
+    -h|--help)
+      sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+      "$PYTHON" bench/bench.py --host x --port 0 --help | sed -n '/^options:/,$p'
+      exit 0 ;;
+    *) BENCH_ARGS+=("$1"); shift ;;
+  esac
+done
+[ -n "$RESULTS" ] || RESULTS="$REPO/bench/results/$MODE"
+COMMAND="bash bench/run.sh${BENCH_ARGS[*]:+ ${BENCH_ARGS[*]}}"
+
+# --- what we need ------------------------------------------------------------------------
+if [ "${SENDJOBS_SKIP_INSTALL:-0}" != 1 ]; then
+  bash scripts/setup.sh
+  export PATH="$HOME/.cargo/bin:$PATH"
+  log "building (release) and installing the extension"
+  sudo_flag=()
+  is_root || sudo_flag=(--sudo)
+  cargo pgrx install --release "${sudo_flag[@]}" --pg-config "$PGBIN/pg_config" >/dev/null
+fi
+need_apt=()
+for pkg in postgresql-15 python3-psycopg2 python3-matplotlib; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "installing ${need_apt[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+for tool in "$PGBIN/postgres" "$PGBIN/pgbench" "$PGBIN/initdb" "$PGBIN/pg_ctl"; do
+  [ -x "$tool" ] || { echo "run.sh: $tool not found" >&2; exit 2; }
+done
+if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
+  echo "run.sh: the sendjobs extension is not installed into PostgreSQL 15 (cargo pgrx install)" >&2
+  exit 2
+fi
+# Fail on a bad option before creating anything.
+"$PYTHON" bench/bench.py --host x --port 0 --dry-run "${BENCH_ARGS[@]}" >/dev/null
+
+# --- a throwaway cluster ---------------------------------------------------------------------
+WORK="$(mktemp -d /tmp/sendjobs-bench.XXXXXX)"
+DATA="$WORK/data"
+PGLOG="$WORK/postgres.log"
+
+# The owner of the cluster: postgres when we are root (the server refuses root), else us.
+as_owner() {
+  if is_root; then
+    (cd "$WORK" && sudo -u postgres -- "$@")
+  else
+    (cd "$WORK" && "$@")
+  fi
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -f "$DATA/postmaster.pid" ]; then
+    log "stopping the benchmark cluster"
+    as_owner "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1
+  fi
+  if [ "$rc" != 0 ] && [ -f "$PGLOG" ]; then
+    echo "-- server log, last errors ($PGLOG):"
+    grep -E 'ERROR|FATAL|PANIC|terminated by signal' "$PGLOG" | tail -n 15 | cut -c 1-300
+  fi
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if is_root; then
+  chown postgres:postgres "$WORK"
+fi
+
+# The fixed settings; the report lists them as the server reports them.
+SETTINGS=(
+  -c listen_addresses=127.0.0.1
+  -c max_connections=50
+  -c shared_buffers=256MB
+  -c fsync=on
+  -c synchronous_commit=on
+  -c full_page_writes=on
+  -c max_wal_size=8GB            # checkpoints come from the harness (one before each run)
+  -c checkpoint_timeout=30min
+  -c autovacuum=on               # defaults otherwise; the harness also VACUUMs before each run
+  -c jit=off                     # no JIT compile noise in the per-run bookkeeping queries
+  -c log_checkpoints=off
+)
+SETTINGS_TEXT="$(printf '%s ' "${SETTINGS[@]}" | sed 's/ -c / /g; s/^-c //')"
+
+log "initdb in $DATA"
+as_owner "$PGBIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
+
+PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+log "starting PostgreSQL 15 on 127.0.0.1:$PORT (socket in $WORK)"
+as_owner "$PGBIN/pg_ctl" -D "$DATA" -l "$PGLOG" -w -t 60 start \
+  -o "-p $PORT -k $WORK $(printf '%s ' "${SETTINGS[@]}")" >/dev/null
+
+set +e
+"$PYTHON" bench/bench.py --host "$WORK" --port "$PORT" --results "$RESULTS" \
+  --command "$COMMAND" --settings "$SETTINGS_TEXT" "${BENCH_ARGS[@]}"
+rc=$?
+set -e
+if [ "$rc" != 0 ] && [ "$KEEP_GOING" = 0 ]; then
+  log "the benchmark failed (exit $rc); no report written (--keep-going writes one from the partial data)"
+  exit "$rc"
+fi
+"$PYTHON" bench/report.py --results "$RESULTS" --report "$REPORT" --plots "$PLOTS"
+exit "$rc"

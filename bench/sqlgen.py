@@ -1,0 +1,424 @@
+"""The SQL of the benchmark arms, derived from the extension's own source.
+
+S and P must run *the statements the extension runs*. Rather than keeping hand copies
+that drift, the statements are read out of src/claim.rs, src/finalize.rs and
+src/link.rs at run time (the Rust string literals, unescaped), and each is checked
+byte for byte against the installed sendjobs.so: the report says whether S/P ran the
+same text as the .so that E ran.
+
+Only the parameters are replaced:
+  S  $1 (the clock)   -> a MATERIALIZED CTE `clock` holding clock_timestamp(), read once
+     NULL parameters  -> typed NULL literals (pgbench variables cannot be NULL)
+     the others       -> pgbench variables, i.e. parameters of `pgbench -M prepared`
+     the claim's final `SELECT job FROM claimed ...` -> two arrays (ids, generations)
+     so that pgbench can \\gset them (E and P aggregate the same way in the script).
+  P  $n               -> PL/pgSQL variables (PL/pgSQL passes them as parameters of a
+     cached plan, as SPI does for the extension); the claim's final SELECT expands the
+     row, `SELECT (job).* ...`, because RETURN QUERY needs the row's columns.
+The tables of S/P/F are catalog copies of E's tables (copy_tables_sql()).
+The control flow around the statements (argument checks, result loop, the stamp) is a
+hand translation of the Rust into PL/pgSQL: see p_functions().
+"""
+
+import re
+from pathlib import Path
+
+# --------------------------------------------------------------------------------------
+# Reading Rust string literals
+
+
+def _unescape_rust(lit):
+    """The value of the body of a Rust "..." literal (the escapes the sources use)."""
+    out = []
+    i = 0
+    while i < len(lit):
+        c = lit[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = lit[i + 1]
+        if nxt == "\n":  # line continuation: drop the newline and the next line's indent
+            i += 2
+            while i < len(lit) and lit[i] in " \t\n\r":
+                i += 1
+            continue
+        out.append({"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "\0"}[nxt])
+        i += 2
+    return "".join(out)
+
+
+_LIT = r'"((?:[^"\\]|\\.)*)"'
+
+
+def _const(text, name, path):
+    m = re.search(r"const\s+" + name + r"\s*:\s*&str\s*=\s*" + _LIT + r"\s*;", text, re.S)
+    if not m:
+        raise SystemExit(f"bench: cannot find `const {name}: &str = \"...\";` in {path}")
+    return _unescape_rust(m.group(1))
+
+
+def _claim_statements(text, path):
+    """CLAIM_ANY_QUEUE / CLAIM_ONE_QUEUE: the claim_sql! macro expanded by hand."""
+    m = re.search(r"macro_rules!\s*claim_sql\s*\{.*?concat!\((.*?)\)\s*\}\s*;\s*\}", text, re.S)
+    if not m:
+        raise SystemExit(f"bench: cannot find the claim_sql! macro in {path}")
+    parts = []
+    for tok in re.finditer(_LIT + r"|(\$queue_filter)", m.group(1), re.S):
+        parts.append(None if tok.group(2) else _unescape_rust(tok.group(1)))
+    out = {}
+    for name in ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"):
+        c = re.search(name + r"\s*:\s*&str\s*=\s*claim_sql!\(\s*" + _LIT + r"\s*\)", text, re.S)
+        if not c:
+            raise SystemExit(f"bench: cannot find {name} in {path}")
+        filt = _unescape_rust(c.group(1))
+        out[name] = "".join(filt if p is None else p for p in parts)
+    return out
+
+
+def read_statements(repo):
+    repo = Path(repo)
+    claim_rs = (repo / "src/claim.rs").read_text()
+    finalize_rs = (repo / "src/finalize.rs").read_text()
+    link_rs = (repo / "src/link.rs").read_text()
+    st = _claim_statements(claim_rs, "src/claim.rs")
+    st["FINALIZE_SQL"] = _const(finalize_rs, "FINALIZE_SQL", "src/finalize.rs")
+    st["STAMP_SQL"] = _const(link_rs, "STAMP_SQL", "src/link.rs")
+    # The shapes this harness mirrors (S binds, P's hand-translated control flow).
+    fin = st["FINALIZE_SQL"]
+    if "$1::int8[]" not in fin or "ORDER BY claim.ord" not in fin:
+        raise SystemExit(
+            "bench: FINALIZE_SQL in src/finalize.rs is not the batch shape "
+            "(unnest($1::int8[]), unnest($2::int8[]) ... ORDER BY claim.ord) that "
+            "bench/sqlgen.py mirrors; update p_functions()/s_scripts() to the new shape")
+    if re.search(r"\$\d", _strip_literals(st["STAMP_SQL"])):
+        raise SystemExit("bench: STAMP_SQL in src/link.rs takes parameters now; update p_functions()")
+    for k in ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"):
+        if not st[k].rstrip().endswith("SELECT job FROM claimed ORDER BY next_attempt_at, id"):
+            raise SystemExit(f"bench: {k} no longer ends with `SELECT job FROM claimed ...`; update sqlgen.py")
+    return st
+
+
+def check_against_so(statements, so_path):
+    """{name: True/False}: is the statement text embedded verbatim in the installed .so?"""
+    try:
+        data = Path(so_path).read_bytes()
+    except OSError:
+        return {k: None for k in statements}
+    return {k: (v.encode() in data) for k, v in statements.items()}
+
+
+# --------------------------------------------------------------------------------------
+# Substitution helpers
+
+
+def _strip_literals(sql):
+    return re.sub(r"'(?:[^']|'')*'", "''", sql)
+
+
+def subst(sql, mapping):
+    """Replace $n placeholders (whole numbers only: $1 never matches inside $10), outside
+    of '...' literals."""
+
+    def rep(m):
+        n = int(m.group(1))
+        if n not in mapping:
+            raise SystemExit(f"bench: no substitution for ${n} in:\n{sql}")
+        return mapping[n]
+
+    parts = re.split(r"('(?:[^']|'')*')", sql)
+    return "".join(p if i % 2 else re.sub(r"\$(\d+)(?!\d)", rep, p) for i, p in enumerate(parts))
+
+
+def with_schema(sql, schema):
+    return sql.replace("@extschema@", schema)
+
+
+def add_clock_cte(sql):
+    """Prefix a MATERIALIZED CTE that reads the wall clock once: `clock(now)`."""
+    stripped = sql.lstrip()
+    if not stripped.upper().startswith("WITH "):
+        raise SystemExit("bench: expected a statement starting with WITH")
+    return ("WITH clock AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now),\n"
+            + stripped[len("WITH "):])
+
+
+CLOCK = "(SELECT clock.now FROM clock)"
+CLAIM_TAIL = "SELECT job FROM claimed ORDER BY next_attempt_at, id"
+
+
+# The tables of S, P and F are copies of the tables the extension created for E (so they
+# are the DDL of sql/schema.sql as installed, whatever the source tree holds now):
+# LIKE ... INCLUDING ALL copies columns, defaults, identity, CHECK constraints, indexes
+# (partial ones too), storage and comments; reloptions (fillfactor) and foreign keys are
+# copied from the catalog.
+EXT_TABLES = ("send_jobs", "send_job_events", "sendjobs_transaction_link")
+
+
+def copy_tables_sql(cur, src, dst):
+    out = [f"CREATE SCHEMA {dst};"]
+    for t in EXT_TABLES:
+        out.append(f"CREATE TABLE {dst}.{t} (LIKE {src}.{t} INCLUDING ALL);")
+        cur.execute("SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = %s::regclass",
+                    (f"{src}.{t}",))
+        opts = cur.fetchone()[0]
+        if opts:
+            out.append(f"ALTER TABLE {dst}.{t} SET ({opts});")
+    for t in EXT_TABLES:
+        cur.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                    "WHERE conrelid = %s::regclass AND contype = 'f' ORDER BY conname", (f"{src}.{t}",))
+        for name, definition in cur.fetchall():
+            definition = re.sub(r"REFERENCES (\w+\.)?", f"REFERENCES {dst}.", definition)
+            out.append(f"ALTER TABLE {dst}.{t} ADD CONSTRAINT {name} {definition};")
+    cur.execute("SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal "
+                "AND tgrelid = ANY (%s::regclass[])", ([f"{src}.{t}" for t in EXT_TABLES],))
+    triggers = cur.fetchall()
+    return "\n".join(out) + "\n", triggers
+
+
+# --------------------------------------------------------------------------------------
+# P: the same logic in PL/pgSQL
+
+
+def p_functions(st, s):
+    claim_map = {1: "v_now", 2: "v_batch", 3: "v_lease", 4: "p_queue"}
+
+    def claim(key):
+        body = subst(with_schema(st[key], s), claim_map).rstrip()
+        assert body.endswith(CLAIM_TAIL)
+        return body[: -len(CLAIM_TAIL)] + "SELECT (job).* FROM claimed ORDER BY next_attempt_at, id"
+
+    fin = subst(with_schema(st["FINALIZE_SQL"], s), {
+        1: "p_ids", 2: "p_generations", 3: "p_outcome", 4: "v_now", 5: "p_retry_at",
+        6: "v_backoff_base", 7: "v_backoff_max", 8: "p_error"})
+    stamp = with_schema(st["STAMP_SQL"], s)
+    # GUCs: the extension reads its own (registered when its library is loaded). A
+    # backend that never loaded sendjobs.so has no such setting: current_setting(.., true)
+    # gives NULL and the extension's documented default applies.
+    return f"""
+-- P: sendjobs_claim in PL/pgSQL (src/claim.rs: claim()).
+CREATE FUNCTION {s}.sendjobs_claim(p_batch int DEFAULT 1, p_lease interval DEFAULT NULL,
+                                   p_queue text DEFAULT NULL)
+RETURNS SETOF {s}.send_jobs
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $fn$
+DECLARE
+    v_max   int := coalesce(current_setting('sendjobs.max_batch', true)::int, 1000);
+    v_lease interval := p_lease;
+    v_batch bigint;
+    v_now   timestamptz;
+BEGIN
+    IF p_batch IS NULL THEN
+        RAISE EXCEPTION 'batch must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p_batch < 1 OR p_batch > v_max THEN
+        RAISE EXCEPTION 'batch must be between 1 and % (sendjobs.max_batch), got %', v_max, p_batch
+              USING ERRCODE = '22023';
+    END IF;
+    IF v_lease IS NULL THEN
+        v_lease := coalesce(current_setting('sendjobs.default_lease', true), '90s')::interval;
+    END IF;
+    IF v_lease < interval '0' THEN
+        RAISE EXCEPTION 'lease must not be negative' USING ERRCODE = '22023';
+    END IF;
+    v_batch := p_batch;
+    v_now := clock_timestamp();   -- the wall clock, read once per call (src/clock.rs)
+    IF p_queue IS NULL THEN
+        RETURN QUERY
+{claim("CLAIM_ANY_QUEUE")};
+    ELSE
+        RETURN QUERY
+{claim("CLAIM_ONE_QUEUE")};
+    END IF;
+END
+$fn$;
+
+-- P: sendjobs_finalize_batch in PL/pgSQL (src/finalize.rs: batch_claims() + finalize()).
+CREATE FUNCTION {s}.sendjobs_finalize_batch(p_ids bigint[], p_generations bigint[], p_outcome text,
+                                            p_error text DEFAULT NULL,
+                                            p_retry_at timestamptz DEFAULT NULL)
+RETURNS TABLE (id bigint, result text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $fn$
+#variable_conflict use_column
+DECLARE
+    v_now          timestamptz;
+    v_backoff_base float8;
+    v_backoff_max  float8;
+    v_null_ids     bigint;
+    v_distinct_ids bigint;
+    v_null_gens    bigint;
+    v_neg_gens     bigint;
+    v_id           bigint;
+    v_status       text;
+    v_txn          text;
+    v_known        boolean;
+    v_stamp_status text[] := '{{}}';
+    v_stamp_txn    text[] := '{{}}';
+    v_stamp_sql    text;
+    v_on_sent      text;
+    v_on_failed    text;
+    v_table        text;
+    v_missing      text;
+BEGIN
+    IF p_ids IS NULL THEN
+        RAISE EXCEPTION 'ids must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p_generations IS NULL THEN
+        RAISE EXCEPTION 'generations must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF cardinality(p_ids) <> cardinality(p_generations) THEN
+        RAISE EXCEPTION 'ids and generations must have the same length, got % and %',
+              cardinality(p_ids), cardinality(p_generations) USING ERRCODE = '22023';
+    END IF;
+    SELECT count(*) FILTER (WHERE u.i IS NULL), count(DISTINCT u.i),
+           count(*) FILTER (WHERE u.g IS NULL), count(*) FILTER (WHERE u.g < 0)
+      INTO v_null_ids, v_distinct_ids, v_null_gens, v_neg_gens
+      FROM unnest(p_ids, p_generations) AS u(i, g);
+    IF v_null_ids > 0 THEN
+        RAISE EXCEPTION 'an element of ids must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF v_distinct_ids <> cardinality(p_ids) THEN
+        RAISE EXCEPTION 'a job appears twice in ids' USING ERRCODE = '22023';
+    END IF;
+    IF v_null_gens > 0 THEN
+        RAISE EXCEPTION 'generation must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF v_neg_gens > 0 THEN
+        RAISE EXCEPTION 'generation must not be negative' USING ERRCODE = '22023';
+    END IF;
+    IF p_outcome IS NULL THEN
+        RAISE EXCEPTION 'outcome must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p_outcome NOT IN ('sent', 'failed', 'retry') THEN
+        RAISE EXCEPTION 'unknown outcome %', p_outcome USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_at IS NOT NULL AND p_outcome <> 'retry' THEN
+        RAISE EXCEPTION 'retry_at is only accepted with outcome ''retry''' USING ERRCODE = '22023';
+    END IF;
+    IF p_error IS NOT NULL AND p_outcome = 'sent' THEN
+        RAISE EXCEPTION 'error is only accepted with outcome ''failed'' or ''retry''' USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(p_ids) = 0 THEN
+        RETURN;
+    END IF;
+    v_now := clock_timestamp();   -- the wall clock, read once per call (src/clock.rs)
+    v_backoff_base := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_base', true)::interval) * 1000, 10000);
+    v_backoff_max := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_max', true)::interval) * 1000, 3600000);
+
+    FOR v_id, v_status, v_txn, v_known IN
+{fin}
+    LOOP
+        IF v_known IS DISTINCT FROM true THEN
+            RAISE EXCEPTION 'job % does not exist', v_id USING ERRCODE = 'P0002';
+        END IF;
+        id := v_id;
+        IF v_status IS NULL THEN
+            result := 'stale';
+        ELSE
+            IF v_txn IS NOT NULL AND v_status IN ('sent', 'failed') THEN
+                v_stamp_status := v_stamp_status || v_status;
+                v_stamp_txn := v_stamp_txn || v_txn;
+            END IF;
+            result := 'applied';
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+
+    IF cardinality(v_stamp_txn) > 0 THEN   -- src/link.rs: TransactionLink::current + stamp
+        FOR v_stamp_sql, v_on_sent, v_on_failed, v_table, v_missing IN
+{stamp}
+        LOOP
+            IF v_missing IS NOT NULL THEN
+                RAISE EXCEPTION 'column % of % does not exist', v_missing, v_table USING ERRCODE = '42703';
+            END IF;
+            FOR i IN 1 .. cardinality(v_stamp_txn) LOOP
+                EXECUTE v_stamp_sql USING CASE WHEN v_stamp_status[i] = 'sent' THEN v_on_sent ELSE v_on_failed END,
+                                          v_stamp_txn[i];
+            END LOOP;
+            EXIT;
+        END LOOP;
+    END IF;
+END
+$fn$;
+
+-- P: sendjobs_finalize (one claim), as the extension's wrapper does it.
+CREATE FUNCTION {s}.sendjobs_finalize(p_id bigint, p_generation bigint, p_outcome text,
+                                      p_error text DEFAULT NULL, p_retry_at timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $fn$
+DECLARE
+    v_result text;
+BEGIN
+    IF p_id IS NULL THEN
+        RAISE EXCEPTION 'id must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p_generation IS NULL THEN
+        RAISE EXCEPTION 'generation must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p_generation < 0 THEN
+        RAISE EXCEPTION 'generation must not be negative' USING ERRCODE = '22023';
+    END IF;
+    SELECT f.result INTO v_result
+      FROM {s}.sendjobs_finalize_batch(ARRAY[p_id], ARRAY[p_generation], p_outcome, p_error, p_retry_at) AS f;
+    RETURN coalesce(v_result, 'stale');
+END
+$fn$;
+"""
+
+
+# --------------------------------------------------------------------------------------
+# pgbench scripts. One script iteration = one claim transaction + one finalize
+# transaction (the sent variant re-enqueues inside the finalize transaction).
+
+
+def _reenqueue(schema):
+    return (f"INSERT INTO {schema}.send_jobs (payload, max_attempts) "
+            f"SELECT :payload::jsonb, 2147483647 FROM generate_series(1, cardinality(:ids::int8[]));\n")
+
+
+def script_fn(schema, variant, single=False):
+    """E (schema = the extension's) and P (schema = the PL/pgSQL copy): the functions."""
+    claim = (f"SELECT coalesce(array_agg(id), '{{}}') AS ids, "
+             f"coalesce(array_agg(claim_generation), '{{}}') AS gens "
+             f"FROM {schema}.sendjobs_claim(:batch, :lease) \\gset\n")
+    retry_at = ", NULL, now()" if variant == "retry" else ""
+    if single:   # one sendjobs_finalize call per job, in one statement
+        fin = (f"SELECT u.id, {schema}.sendjobs_finalize(u.id, u.gen, :outcome{retry_at}) AS result "
+               f"FROM unnest(:ids::int8[], :gens::int8[]) AS u(id, gen);\n")
+    else:   # the rows come back to the client, as S's statement returns its rows
+        fin = (f"SELECT id, result FROM {schema}.sendjobs_finalize_batch(:ids, :gens, "
+               f":outcome{retry_at});\n")
+    if variant == "retry":
+        return claim + fin
+    return claim + "BEGIN;\n" + fin + _reenqueue(schema) + "COMMIT;\n"
+
+
+def _one_line(sql):
+    """pgbench reads one SQL command per line unless it ends with ';' - join the lines."""
+    return " ".join(l.strip() for l in sql.strip().splitlines() if l.strip())
+
+
+def script_s(st, schema, variant):
+    """S: the extension's statements, bound by the client (pgbench -M prepared)."""
+    claim = add_clock_cte(subst(with_schema(st["CLAIM_ANY_QUEUE"], schema), {
+        1: CLOCK, 2: ":batch", 3: ":lease", 4: "NULL"})).rstrip()
+    assert claim.endswith(CLAIM_TAIL)
+    claim = claim[: -len(CLAIM_TAIL)] + (
+        "SELECT coalesce(array_agg(id ORDER BY next_attempt_at, id), '{}') AS ids, "
+        "coalesce(array_agg((job).claim_generation ORDER BY next_attempt_at, id), '{}') AS gens "
+        "FROM claimed")
+    fin = add_clock_cte(subst(with_schema(st["FINALIZE_SQL"], schema), {
+        1: ":ids", 2: ":gens", 3: ":outcome", 4: CLOCK,
+        5: "now()" if variant == "retry" else "NULL::timestamptz",
+        6: ":backoff_base", 7: ":backoff_max", 8: "NULL::text"}))
+    out = _one_line(claim) + " \\gset\n"
+    if variant == "retry":
+        return out + _one_line(fin) + ";\n"
+    return out + "BEGIN;\n" + _one_line(fin) + ";\n" + _reenqueue(schema) + "COMMIT;\n"
+
+
+def script_f(schema):
+    """F, the floor: two single-row UPDATE transactions (two commits, two round trips)."""
+    return ("\\set id1 random(1, :backlog)\n"
+            "\\set id2 random(1, :backlog)\n"
+            f"UPDATE {schema}.send_jobs SET attempts = attempts + 1 WHERE id = :id1;\n"
+            f"UPDATE {schema}.send_jobs SET attempts = attempts + 1 WHERE id = :id2;\n")
