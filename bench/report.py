@@ -160,17 +160,22 @@ def targets(agg):
     else:
         out.append(("E >= S and E >= P at every grid point (within 5%)", "SKIP", "no E/S/P data"))
 
-    # 2. batch 100 per-job throughput >= 10x batch 1
-    if 1 in batches and 100 in batches:
+    def e_ratio_target(name, numerator, denominator, threshold, detail):
+        """PASS when E's (batch, arm) `numerator` / `denominator` jobs/s >= threshold everywhere."""
         det, ok = [], True
         for b in backlogs:
             for c in clients:
-                r = ratio(agg.get("retry", b, c, 100, "E"), agg.get("retry", b, c, 1, "E"))
+                r = ratio(agg.get("retry", b, c, *numerator), agg.get("retry", b, c, *denominator))
                 if r is None:
                     continue
-                det.append(f"{bl(b)}/c{c}: {r:.1f}x")
-                ok &= r >= 10
-        out.append(("E jobs/s at batch 100 >= 10x batch 1", "PASS" if ok else "FAIL", "; ".join(det)))
+                det.append(f"{bl(b)}/c{c}: {detail(r)}")
+                ok &= r >= threshold
+        return (name, "PASS" if ok else "FAIL", "; ".join(det))
+
+    # 2. batch 100 per-job throughput >= 10x batch 1
+    if 1 in batches and 100 in batches:
+        out.append(e_ratio_target("E jobs/s at batch 100 >= 10x batch 1", (100, "E"), (1, "E"), 10,
+                                  lambda r: f"{r:.1f}x"))
     else:
         out.append(("E jobs/s at batch 100 >= 10x batch 1", "SKIP", "the grid lacks batch 1 or 100"))
 
@@ -211,15 +216,8 @@ def targets(agg):
 
     # 5. E at batch 1 >= 0.7 x F
     if 1 in batches and "F" in arms:
-        det, ok = [], True
-        for b in backlogs:
-            for c in clients:
-                r = ratio(agg.get("retry", b, c, 1, "E"), agg.get("retry", b, c, 1, "F"))
-                if r is None:
-                    continue
-                det.append(f"{bl(b)}/c{c}: {r:.2f}")
-                ok &= r >= 0.7
-        out.append(("E at batch 1 >= 0.7x F (jobs/s vs F cycles/s)", "PASS" if ok else "FAIL", "; ".join(det)))
+        out.append(e_ratio_target("E at batch 1 >= 0.7x F (jobs/s vs F cycles/s)", (1, "E"), (1, "F"), 0.7,
+                                  lambda r: f"{r:.2f}"))
     else:
         out.append(("E at batch 1 >= 0.7x F", "SKIP", "no batch 1 or no F"))
     return out
