@@ -516,6 +516,35 @@ fn claim_cost_does_not_grow_with_the_backlog() {
     }
 }
 
+fn any_seq_scan(plan: &serde_json::Value) -> bool {
+    plan["Node Type"] == "Seq Scan"
+        || plan["Plans"].as_array().is_some_and(|children| children.iter().any(any_seq_scan))
+}
+
+/// Statistics gathered while nothing was in flight (the usual case after a VACUUM
+/// ANALYZE of a queue at rest) must not turn the generic claim plan's expired-lease branch
+/// into a scan of the whole table: wide rows make a sequential scan look as cheap as the
+/// lease index when the planner does not know how many rows have a lease.
+#[pg_test]
+fn the_expired_branch_keeps_to_the_lease_index_under_a_generic_plan() {
+    run("INSERT INTO send_jobs (payload, next_attempt_at)
+         SELECT jsonb_build_object('pad', repeat('x', 1500)), now() - interval '1 day' + g * interval '1 ms'
+           FROM generate_series(1, 10000) g;
+         ANALYZE send_jobs;");
+    let schema_sql = crate::claim::CLAIM_ANY_QUEUE.replace("@extschema@", "public");
+    run(&format!("PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"));
+    run("SET LOCAL plan_cache_mode = force_generic_plan");
+    let explain = one::<pgrx::Json>(
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_probe(clock_timestamp(), 1, '1 minute', NULL)",
+    );
+    let plan = &explain.0[0]["Plan"];
+    assert!(!any_seq_scan(plan), "the claim scanned the whole table: {plan}");
+    let buffers = plan["Shared Hit Blocks"].as_i64().unwrap() + plan["Shared Read Blocks"].as_i64().unwrap();
+    // About 20: the index probes plus the update's heap page and index inserts; a scan of
+    // this table alone would touch some 2,500.
+    assert!(buffers <= 50, "the claim of one job touched {buffers} buffers: {plan}");
+}
+
 #[pg_test]
 fn the_guard_judges_the_final_row_even_when_another_trigger_sets_the_status() {
     business_table();
