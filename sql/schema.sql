@@ -6,7 +6,7 @@ CREATE TABLE @extschema@.send_jobs (
     queue            text        NOT NULL DEFAULT 'default',
     payload          jsonb       NOT NULL,
     transaction_id   text,
-    idempotency_key  text UNIQUE,
+    idempotency_key  text,
     status           text        NOT NULL DEFAULT 'pending',
     attempts         int         NOT NULL DEFAULT 0,
     max_attempts     int         NOT NULL DEFAULT 5,
@@ -37,6 +37,11 @@ CREATE INDEX send_jobs_pending_idx
 -- Claim, pending branch with a queue filter.
 CREATE INDEX send_jobs_pending_queue_idx
     ON @extschema@.send_jobs (queue, next_attempt_at, id) WHERE status = 'pending';
+-- Idempotency keys are unique when set. Partial, so that jobs without a key have no entry
+-- here: every claim and finalize is a non-HOT update, which adds an entry to each index
+-- whose predicate the new row version satisfies.
+CREATE UNIQUE INDEX send_jobs_idempotency_key_idx
+    ON @extschema@.send_jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- Claim, expired-lease branch: in_flight rows are few (workers x batch), found by expiry.
 -- The predicate is "has a lease" (the same rows as status = 'in_flight', by the CHECK
 -- above), not the status: a finalize or heartbeat, fenced on status = 'in_flight', must

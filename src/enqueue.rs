@@ -13,7 +13,7 @@ const INSERT_JOB: &str = "
     INSERT INTO @extschema@.send_jobs
            (payload, queue, next_attempt_at, transaction_id, idempotency_key, max_attempts)
     VALUES ($1, $2, $3, $4, $5, $6)
-    ON CONFLICT (idempotency_key) DO NOTHING
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id";
 
 const FIND_BY_KEY: &str = "SELECT id FROM @extschema@.send_jobs WHERE idempotency_key = $1";
