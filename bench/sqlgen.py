@@ -58,21 +58,28 @@ def _const(text, name, path):
     return _unescape_rust(m.group(1))
 
 
-def _claim_statements(text, path):
-    """CLAIM_ANY_QUEUE / CLAIM_ONE_QUEUE: the claim_sql! macro expanded by hand."""
-    m = re.search(r"macro_rules!\s*claim_sql\s*\{.*?concat!\((.*?)\)\s*\}\s*;\s*\}", text, re.S)
+def _macro_statements(text, path, macro, names):
+    """The `const NAME: &str = macro!("...", ...);` statements of `names`, with the
+    macro_rules! `macro` (a concat! of literals and `$param` fragments) expanded by hand."""
+    m = re.search(r"macro_rules!\s*" + macro + r"\s*\{\s*\((.*?)\)\s*=>\s*\{\s*concat!\((.*?)\)\s*\}\s*;\s*\}",
+                  text, re.S)
     if not m:
-        raise SystemExit(f"bench: cannot find the claim_sql! macro in {path}")
+        raise SystemExit(f"bench: cannot find the {macro}! macro in {path}")
+    params = re.findall(r"\$(\w+)\s*:\s*literal", m.group(1))
     parts = []
-    for tok in re.finditer(_LIT + r"|(\$queue_filter)", m.group(1), re.S):
-        parts.append(None if tok.group(2) else _unescape_rust(tok.group(1)))
+    for tok in re.finditer(_LIT + r"|\$(\w+)", m.group(2), re.S):
+        parts.append(("param", tok.group(2)) if tok.group(2) else ("text", _unescape_rust(tok.group(1))))
     out = {}
-    for name in ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"):
-        c = re.search(name + r"\s*:\s*&str\s*=\s*claim_sql!\(\s*" + _LIT + r"\s*\)", text, re.S)
+    for name in names:
+        c = re.search(r"const\s+" + name + r"\s*:\s*&str\s*=\s*" + macro + r"!\(((?:\s*" + _LIT
+                      + r"\s*,?)+)\s*\)\s*;", text, re.S)
         if not c:
-            raise SystemExit(f"bench: cannot find {name} in {path}")
-        filt = _unescape_rust(c.group(1))
-        out[name] = "".join(filt if p is None else p for p in parts)
+            raise SystemExit(f"bench: cannot find `const {name}: &str = {macro}!(...)` in {path}")
+        args = [_unescape_rust(a.group(1)) for a in re.finditer(_LIT, c.group(1), re.S)]
+        if len(args) != len(params):
+            raise SystemExit(f"bench: {name} passes {len(args)} arguments to {macro}!, which takes {len(params)}")
+        values = dict(zip(params, args))
+        out[name] = "".join(values[v] if kind == "param" else v for kind, v in parts)
     return out
 
 
@@ -81,16 +88,19 @@ def read_statements(repo):
     claim_rs = (repo / "src/claim.rs").read_text()
     finalize_rs = (repo / "src/finalize.rs").read_text()
     link_rs = (repo / "src/link.rs").read_text()
-    st = _claim_statements(claim_rs, "src/claim.rs")
-    st["FINALIZE_SQL"] = _const(finalize_rs, "FINALIZE_SQL", "src/finalize.rs")
+    st = _macro_statements(claim_rs, "src/claim.rs", "claim_sql", ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"))
+    st.update(_macro_statements(finalize_rs, "src/finalize.rs", "finalize_sql",
+                                ("FINALIZE_SQL", "FINALIZE_ONE_SQL")))
     st["STAMP_SQL"] = _const(link_rs, "STAMP_SQL", "src/link.rs")
-    # The shapes this harness mirrors (S binds, P's hand-translated control flow).
-    fin = st["FINALIZE_SQL"]
-    if "$1::int8[]" not in fin or "ORDER BY claim.ord" not in fin:
-        raise SystemExit(
-            "bench: FINALIZE_SQL in src/finalize.rs is not the batch shape "
-            "(unnest($1::int8[]), unnest($2::int8[]) ... ORDER BY claim.ord) that "
-            "bench/sqlgen.py mirrors; update p_functions()/s_scripts() to the new shape")
+    # The shapes this harness mirrors (S binds, P's hand-translated control flow): the
+    # extension runs FINALIZE_ONE_SQL for a batch of one, FINALIZE_SQL for more.
+    if "claims.len() == 1" not in finalize_rs:
+        raise SystemExit("bench: src/finalize.rs no longer picks FINALIZE_ONE_SQL for one claim; "
+                         "update p_functions()/script_s()")
+    for name in ("FINALIZE_SQL", "FINALIZE_ONE_SQL"):
+        if "$1::int8[]" not in st[name]:
+            raise SystemExit(f"bench: {name} in src/finalize.rs no longer takes $1::int8[]; "
+                             "update p_functions()/script_s()")
     if re.search(r"\$\d", _strip_literals(st["STAMP_SQL"])):
         raise SystemExit("bench: STAMP_SQL in src/link.rs takes parameters now; update p_functions()")
     for k in ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"):
@@ -188,9 +198,31 @@ def p_functions(st, s):
         assert body.endswith(CLAIM_TAIL)
         return body[: -len(CLAIM_TAIL)] + "SELECT (job).* FROM claimed ORDER BY next_attempt_at, id"
 
-    fin = subst(with_schema(st["FINALIZE_SQL"], s), {
-        1: "p_ids", 2: "p_generations", 3: "p_outcome", 4: "v_now", 5: "p_retry_at",
-        6: "v_backoff_base", 7: "v_backoff_max", 8: "p_error"})
+    def fin(key):
+        return subst(with_schema(st[key], s), {
+            1: "p_ids", 2: "p_generations", 3: "p_outcome", 4: "v_now", 5: "p_retry_at",
+            6: "v_backoff_base", 7: "v_backoff_max", 8: "p_error"})
+
+    def fin_loop(key):   # the Rust result loop of finalize(), once per statement
+        return f"""        FOR v_id, v_status, v_txn, v_known IN
+{fin(key)}
+        LOOP
+            IF v_known IS DISTINCT FROM true THEN
+                RAISE EXCEPTION 'job % does not exist', v_id USING ERRCODE = 'P0002';
+            END IF;
+            id := v_id;
+            IF v_status IS NULL THEN
+                result := 'stale';
+            ELSE
+                IF v_txn IS NOT NULL AND v_status IN ('sent', 'failed') THEN
+                    v_stamp_status := v_stamp_status || v_status;
+                    v_stamp_txn := v_stamp_txn || v_txn;
+                END IF;
+                result := 'applied';
+            END IF;
+            RETURN NEXT;
+        END LOOP;"""
+
     stamp = with_schema(st["STAMP_SQL"], s)
     # GUCs: the extension reads its own (registered when its library is loaded). A
     # backend that never loaded sendjobs.so has no such setting: current_setting(.., true)
@@ -304,24 +336,11 @@ BEGIN
     v_backoff_base := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_base', true)::interval) * 1000, 10000);
     v_backoff_max := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_max', true)::interval) * 1000, 3600000);
 
-    FOR v_id, v_status, v_txn, v_known IN
-{fin}
-    LOOP
-        IF v_known IS DISTINCT FROM true THEN
-            RAISE EXCEPTION 'job % does not exist', v_id USING ERRCODE = 'P0002';
-        END IF;
-        id := v_id;
-        IF v_status IS NULL THEN
-            result := 'stale';
-        ELSE
-            IF v_txn IS NOT NULL AND v_status IN ('sent', 'failed') THEN
-                v_stamp_status := v_stamp_status || v_status;
-                v_stamp_txn := v_stamp_txn || v_txn;
-            END IF;
-            result := 'applied';
-        END IF;
-        RETURN NEXT;
-    END LOOP;
+    IF cardinality(p_ids) = 1 THEN   -- src/finalize.rs: one claim, FINALIZE_ONE_SQL
+{fin_loop("FINALIZE_ONE_SQL")}
+    ELSE
+{fin_loop("FINALIZE_SQL")}
+    END IF;
 
     IF cardinality(v_stamp_txn) > 0 THEN   -- src/link.rs: TransactionLink::current + stamp
         FOR v_stamp_sql, v_on_sent, v_on_failed, v_table, v_missing IN
@@ -406,14 +425,17 @@ def script_s(st, schema, variant):
         "SELECT coalesce(array_agg(id ORDER BY next_attempt_at, id), '{}') AS ids, "
         "coalesce(array_agg((job).claim_generation ORDER BY next_attempt_at, id), '{}') AS gens "
         "FROM claimed")
-    fin = add_clock_cte(subst(with_schema(st["FINALIZE_SQL"], schema), {
-        1: ":ids", 2: ":gens", 3: ":outcome", 4: CLOCK,
-        5: "now()" if variant == "retry" else "NULL::timestamptz",
-        6: ":backoff_base", 7: ":backoff_max", 8: "NULL::text"}))
+    def fin(key):
+        return _one_line(add_clock_cte(subst(with_schema(st[key], schema), {
+            1: ":ids", 2: ":gens", 3: ":outcome", 4: CLOCK,
+            5: "now()" if variant == "retry" else "NULL::timestamptz",
+            6: ":backoff_base", 7: ":backoff_max", 8: "NULL::text"}))) + ";\n"
+    # As the extension does: FINALIZE_ONE_SQL for one claim, FINALIZE_SQL for more.
+    fin = "\\if :batch = 1\n" + fin("FINALIZE_ONE_SQL") + "\\else\n" + fin("FINALIZE_SQL") + "\\endif\n"
     out = _one_line(claim) + " \\gset\n"
     if variant == "retry":
-        return out + _one_line(fin) + ";\n"
-    return out + "BEGIN;\n" + _one_line(fin) + ";\n" + _reenqueue(schema) + "COMMIT;\n"
+        return out + fin
+    return out + "BEGIN;\n" + fin + _reenqueue(schema) + "COMMIT;\n"
 
 
 def script_f(schema):

@@ -46,16 +46,20 @@ impl Outcome {
     }
 }
 
-/// One statement for a batch of claims `($1[i], $2[i])`, each fenced on its own: the
-/// fenced update, the event of each terminal result, and per claim what the caller and
-/// the business-row stamp need. A retry past max_attempts becomes `failed`. The backoff
-/// is base * 2^(attempts - 1) capped at max, computed in milliseconds (no interval
-/// overflow). `known` is only looked up for claims that did not apply.
-pub(crate) const FINALIZE_SQL: &str = "
-    WITH claim AS (
-        SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
-                      WITH ORDINALITY AS c(id, generation, ord)
-    ),
+/// One statement for claims `($1[i], $2[i])`, each fenced on its own: the fenced update,
+/// the event of each terminal result, and per claim what the caller and the business-row
+/// stamp need. A retry past max_attempts becomes `failed`. The backoff is
+/// base * 2^(attempts - 1) capped at max, computed in milliseconds (no interval overflow).
+/// `known` is only looked up for claims that did not apply. The macro's arguments are the
+/// parts that differ between a batch and a single claim: the claims' source, the fence,
+/// and the result rows.
+macro_rules! finalize_sql {
+    ($claims:literal, $fence:literal, $results:literal) => {
+        concat!(
+            "
+    WITH ",
+            $claims,
+            "
     done AS (
         UPDATE @extschema@.send_jobs AS job
            SET status = CASE WHEN $3 <> 'retry' THEN $3
@@ -70,8 +74,9 @@ pub(crate) const FINALIZE_SQL: &str = "
                                   THEN NULL ELSE $4 END,
                lease_expires_at = NULL,
                last_error = coalesce($8, job.last_error)
-          FROM claim
-         WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
+         ",
+            $fence,
+            "
      RETURNING job.id, job.status, job.transaction_id, job.claim_generation
     ),
     event AS (
@@ -80,11 +85,38 @@ pub(crate) const FINALIZE_SQL: &str = "
           FROM done
          WHERE status IN ('sent', 'failed')
     )
-    SELECT claim.id, done.status, done.transaction_id,
+    ",
+            $results
+        )
+    };
+}
+
+/// A batch: the claims joined to the table, results in input order.
+pub(crate) const FINALIZE_SQL: &str = finalize_sql!(
+    "claim AS (
+        SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
+                      WITH ORDINALITY AS c(id, generation, ord)
+    ),",
+    "FROM claim
+         WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation",
+    "SELECT claim.id, done.status, done.transaction_id,
            CASE WHEN done.id IS NOT NULL THEN true
                 ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END
       FROM claim LEFT JOIN done ON done.id = claim.id
-     ORDER BY claim.ord";
+     ORDER BY claim.ord"
+);
+
+/// A batch of one (every sendjobs_finalize): the same update without the unnest, the
+/// join and the sort, which cost about as much as the update itself for a single row.
+pub(crate) const FINALIZE_ONE_SQL: &str = finalize_sql!(
+    "",
+    "WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
+           AND job.claim_generation = ($2::int8[])[1]",
+    "SELECT ($1::int8[])[1], done.status, done.transaction_id,
+           CASE WHEN done.id IS NOT NULL THEN true
+                ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END
+      FROM (SELECT) AS one LEFT JOIN done ON true"
+);
 
 const HEARTBEAT_SQL: &str = "
     UPDATE @extschema@.send_jobs
@@ -182,7 +214,11 @@ fn finalize(
     Spi::connect_mut(|client| {
         let finalize = plan(
             client,
-            FINALIZE_SQL,
+            if claims.len() == 1 {
+                FINALIZE_ONE_SQL
+            } else {
+                FINALIZE_SQL
+            },
             &[
                 pg_sys::INT8ARRAYOID.into(),
                 pg_sys::INT8ARRAYOID.into(),
