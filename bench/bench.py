@@ -32,9 +32,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 # Arm -> schema of its tables. E1/P1 (optional) finalize with one function call per job
-# instead of the batch function; they share the tables of E/P.
+# instead of the batch function; they share the tables of E/P. M (optional) is a minimal
+# SQL queue on its own copy of the table (bench/README.md, "M, a yardstick").
 SCHEMA = {"E": "bench_e", "S": "bench_s", "P": "bench_p", "F": "bench_f",
-          "E1": "bench_e", "P1": "bench_p"}
+          "E1": "bench_e", "P1": "bench_p", "M": "bench_m"}
+# Arms that only run the retry cycle (no terminal 'sent' variant).
+RETRY_ONLY = {"F", "M"}
 MAX_ATTEMPTS = 2147483647          # retries never exhaust: the backlog never drains
 LEASE = "5 minutes"
 PAYLOAD = ('{"to": "partner-0001", "ref": "tx-requeued0", "kind": "payment.notify", '
@@ -70,7 +73,7 @@ def parse_args(argv):
     ap.add_argument("--clients", help="comma list (full 1,4,8; quick 1,4)")
     ap.add_argument("--batches", help="comma list (full 1,10,100; quick 1,100)")
     ap.add_argument("--backlogs", help="comma list of backlog sizes (full and quick 10000,1000000)")
-    ap.add_argument("--arms", default="E,S,P,F", help="arms, in interleaving order: E,S,P,F (+ E1,P1)")
+    ap.add_argument("--arms", default="E,S,P,F", help="arms, in interleaving order: E,S,P,F (+ E1,P1; M a minimal SQL queue)")
     ap.add_argument("--sent-clients", help="clients of the terminal 'sent' variant (full 4, quick 4)")
     ap.add_argument("--sent-batches", help="batches of the 'sent' variant (full 1,10,100; quick 10)")
     ap.add_argument("--no-sent", action="store_true", help="skip the terminal 'sent' variant")
@@ -103,7 +106,7 @@ def parse_args(argv):
     a.arms = [x.strip() for x in a.arms.split(",") if x.strip()]
     for arm in a.arms:
         if arm not in SCHEMA:
-            ap.error(f"unknown arm {arm!r} (E, S, P, F, E1, P1)")
+            ap.error(f"unknown arm {arm!r} (E, S, P, F, E1, P1, M)")
     a.results = Path(a.results) if a.results else HERE / "results" / mode
     return a
 
@@ -313,7 +316,7 @@ def build_plan(args):
                         plan.append(("main", "retry", backlog, rep, clients, batch, arm))
     if not args.no_sent:
         backlog = args.backlogs[0]
-        sent_arms = [a for a in main_arms if a != "F"]
+        sent_arms = [a for a in main_arms if a not in RETRY_ONLY]
         for rep in range(args.reps):
             k = rep % len(sent_arms)
             arms = sent_arms[k:] + sent_arms[:k]
@@ -442,10 +445,12 @@ def main(argv):
     scripts = {}
     for variant in ("retry", "sent"):
         for arm in args.arms:
-            if arm == "F" and variant == "sent":
+            if arm in RETRY_ONLY and variant == "sent":
                 continue
             if arm == "F":
                 text = sqlgen.script_f(SCHEMA[arm])
+            elif arm == "M":
+                text = sqlgen.script_m(SCHEMA[arm])
             elif arm == "S":
                 text = sqlgen.script_s(statements, SCHEMA[arm], variant)
             else:
@@ -506,7 +511,7 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
                 admin = Db(args, "postgres")
                 admin.exec(f"DROP DATABASE IF EXISTS {current}")   # free the disk and the cache
                 admin.close()
-            arms_here = [a for a in args.arms if not (phase == "sent" and a == "F")]
+            arms_here = [a for a in args.arms if not (phase == "sent" and a in RETRY_ONLY)]
             log(f"== bench: loading {dbname}: {backlog} jobs x {len({SCHEMA[a] for a in arms_here})} tables")
             db, secs, payload = create_database(args, statements, dbname, backlog, arms_here, sql_dir)
             meta["load"].append({"db": dbname, "seconds": round(secs, 1)})

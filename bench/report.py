@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 NOISE = 0.05          # "within 5% noise"
-ARM_ORDER = ["E", "S", "P", "F", "E1", "P1"]
+ARM_ORDER = ["E", "S", "P", "F", "M", "E1", "P1"]
 ARM_LABEL = {
     "E": "E  extension functions",
     "S": "S  same SQL, client-prepared",
@@ -24,8 +24,9 @@ ARM_LABEL = {
     "F": "F  floor: 2 single-row UPDATE txns",
     "E1": "E1 extension, one finalize call per job",
     "P1": "P1 PL/pgSQL, one finalize call per job",
+    "M": "M  minimal SQL queue (yardstick)",
 }
-COLORS = {"E": "#d62728", "S": "#1f77b4", "P": "#2ca02c", "F": "#7f7f7f", "E1": "#ff9896", "P1": "#98df8a"}
+COLORS = {"E": "#d62728", "S": "#1f77b4", "P": "#2ca02c", "F": "#7f7f7f", "E1": "#ff9896", "P1": "#98df8a", "M": "#9467bd"}
 
 
 def load(results):
@@ -220,6 +221,13 @@ def targets(agg):
                                   lambda r: f"{r:.2f}"))
     else:
         out.append(("E at batch 1 >= 0.7x F", "SKIP", "no batch 1 or no F"))
+    if "M" in arms and "F" in arms and 1 in batches:   # context, not a target
+        ratios = [ratio(agg.get("retry", b, c, 1, "M"), agg.get("retry", b, c, 1, "F"))
+                  for b in backlogs for c in clients]
+        ratios = [r for r in ratios if r is not None]
+        if ratios:
+            out.append(("(context, not a target) M at batch 1 vs F", "INFO",
+                        f"{min(ratios):.2f} to {max(ratios):.2f}: what a minimal SQL queue on the same table reaches"))
     return out
 
 
@@ -352,14 +360,14 @@ def throughput_table(agg):
     backlogs, clients, batches, arms = agg.axes("retry")
     fn_arms = [a for a in arms if a != "F"]
     header = ["backlog", "clients", "batch"] + [f"{a} jobs/s" for a in arms] + \
-             [f"E/{a}" for a in ["S", "P", "F", "E1", "P1"] if a in arms]
+             [f"E/{a}" for a in ["S", "P", "F", "M", "E1", "P1"] if a in arms]
     rows = []
     for b in backlogs:
         for c in clients:
             for bt in batches:
                 vals = {a: agg.get("retry", b, c, bt, a) for a in arms}
                 row = [bl(b), c, bt] + [n0(vals[a]) for a in arms]
-                row += [n2(ratio(vals.get("E"), vals[a])) for a in ["S", "P", "F", "E1", "P1"] if a in arms]
+                row += [n2(ratio(vals.get("E"), vals[a])) for a in ["S", "P", "F", "M", "E1", "P1"] if a in arms]
                 rows.append(row)
     del fn_arms
     return table(header, rows)
@@ -491,6 +499,12 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
                  "single-row `UPDATE` transactions per cycle. One cycle = one claim transaction + one finalize "
                  "transaction (`retry` with `retry_at = now()`, so the backlog never drains). Method and "
                  "unavoidable differences between the arms: [bench/README.md](bench/README.md).\n")
+    if "M" in agg.axes("retry")[3]:
+        lines.append("**M** (a yardstick, not a competitor with the same guarantees): a minimal SQL queue on a "
+                     "copy of the same table — the claim's pending branch alone as one `UPDATE ... WHERE id IN "
+                     "(SELECT ... FOR UPDATE SKIP LOCKED)`, and a generation-fenced `UPDATE` back to pending; no "
+                     "expired-lease recovery, no per-claim results, no events, no attempt budget or backoff. "
+                     "It shows what any queue that updates an indexed row per claim pays over F.\n")
     lines.append("## Targets\n")
     lines.append("Goals for the extension (not for the harness), judged on the medians above:\n")
     lines.append("```")

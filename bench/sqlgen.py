@@ -438,6 +438,25 @@ def script_s(st, schema, variant):
     return out + "BEGIN;\n" + fin + _reenqueue(schema) + "COMMIT;\n"
 
 
+def script_m(schema):
+    """M, a minimal SQL queue on the same table: the claim's pending branch alone (no
+    expired-lease recovery), a generation-fenced `retry` back to pending (no results per
+    claim, no events, no attempt budget or backoff). Not the contract; a yardstick for
+    what the contract's extras cost."""
+    claim = (f"WITH claimed AS (UPDATE {schema}.send_jobs AS job SET status = 'in_flight', "
+             "attempts = job.attempts + 1, claimed_at = now(), "
+             "lease_expires_at = now() + :lease::interval, claim_generation = job.claim_generation + 1 "
+             f"WHERE job.id IN (SELECT id FROM {schema}.send_jobs WHERE status = 'pending' "
+             "AND next_attempt_at <= now() ORDER BY next_attempt_at, id LIMIT :batch FOR UPDATE SKIP LOCKED) "
+             "RETURNING job.id, job.claim_generation) "
+             "SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(claim_generation), '{}') AS gens "
+             "FROM claimed \\gset\n")
+    fin = (f"UPDATE {schema}.send_jobs AS job SET status = 'pending', next_attempt_at = now(), "
+           "lease_expires_at = NULL FROM unnest(:ids::int8[], :gens::int8[]) AS c(id, generation) "
+           "WHERE job.id = c.id AND job.status = 'in_flight' AND job.claim_generation = c.generation;\n")
+    return claim + fin
+
+
 def script_f(schema):
     """F, the floor: two single-row UPDATE transactions (two commits, two round trips)."""
     return ("\\set id1 random(1, :backlog)\n"

@@ -6,7 +6,8 @@ WITH pending AS MATERIALIZED (
             ),
             expired AS MATERIALIZED (
                 SELECT id, next_attempt_at FROM @extschema@.send_jobs
-                 WHERE status = 'in_flight' AND lease_expires_at <= $1 AND queue = $4  ORDER BY next_attempt_at, id
+                 WHERE status = 'in_flight' AND lease_expires_at <= $1
+                   AND lease_expires_at IS NOT NULL AND queue = $4  ORDER BY next_attempt_at, id
                  LIMIT $2
                  FOR UPDATE SKIP LOCKED
             ),

@@ -16,7 +16,7 @@ WITH claim AS (
                                   THEN NULL ELSE $4 END,
                lease_expires_at = NULL,
                last_error = coalesce($8, job.last_error)
-          FROM claim
+         FROM claim
          WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
      RETURNING job.id, job.status, job.transaction_id, job.claim_generation
     ),

@@ -35,7 +35,8 @@ WITH pending AS MATERIALIZED (
             ),
             expired AS MATERIALIZED (
                 SELECT id, next_attempt_at FROM bench_p.send_jobs
-                 WHERE status = 'in_flight' AND lease_expires_at <= v_now AND p_queue::text IS NULL  ORDER BY next_attempt_at, id
+                 WHERE status = 'in_flight' AND lease_expires_at <= v_now
+                   AND lease_expires_at IS NOT NULL AND p_queue::text IS NULL  ORDER BY next_attempt_at, id
                  LIMIT v_batch
                  FOR UPDATE SKIP LOCKED
             ),
@@ -68,7 +69,8 @@ WITH pending AS MATERIALIZED (
             ),
             expired AS MATERIALIZED (
                 SELECT id, next_attempt_at FROM bench_p.send_jobs
-                 WHERE status = 'in_flight' AND lease_expires_at <= v_now AND queue = p_queue  ORDER BY next_attempt_at, id
+                 WHERE status = 'in_flight' AND lease_expires_at <= v_now
+                   AND lease_expires_at IS NOT NULL AND queue = p_queue  ORDER BY next_attempt_at, id
                  LIMIT v_batch
                  FOR UPDATE SKIP LOCKED
             ),
@@ -167,7 +169,56 @@ BEGIN
     v_backoff_base := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_base', true)::interval) * 1000, 10000);
     v_backoff_max := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_max', true)::interval) * 1000, 3600000);
 
-    FOR v_id, v_status, v_txn, v_known IN
+    IF cardinality(p_ids) = 1 THEN   -- src/finalize.rs: one claim, FINALIZE_ONE_SQL
+        FOR v_id, v_status, v_txn, v_known IN
+
+    WITH 
+    done AS (
+        UPDATE bench_p.send_jobs AS job
+           SET status = CASE WHEN p_outcome <> 'retry' THEN p_outcome
+                             WHEN job.attempts < job.max_attempts THEN 'pending'
+                             ELSE 'failed' END,
+               next_attempt_at = CASE
+                   WHEN p_outcome = 'retry' AND job.attempts < job.max_attempts
+                   THEN coalesce(p_retry_at, v_now + pg_catalog.make_interval(secs =>
+                            least(v_backoff_max, v_backoff_base * pg_catalog.power(2::float8, least(job.attempts - 1, 40))) / 1000.0))
+                   ELSE job.next_attempt_at END,
+               finished_at = CASE WHEN p_outcome = 'retry' AND job.attempts < job.max_attempts
+                                  THEN NULL ELSE v_now END,
+               lease_expires_at = NULL,
+               last_error = coalesce(p_error, job.last_error)
+         WHERE job.id = (p_ids::int8[])[1] AND job.status = 'in_flight'
+           AND job.claim_generation = (p_generations::int8[])[1]
+     RETURNING job.id, job.status, job.transaction_id, job.claim_generation
+    ),
+    event AS (
+        INSERT INTO bench_p.send_job_events (job_id, transaction_id, kind, claim_generation, created_at)
+        SELECT id, transaction_id, status, claim_generation, v_now
+          FROM done
+         WHERE status IN ('sent', 'failed')
+    )
+    SELECT (p_ids::int8[])[1], done.status, done.transaction_id,
+           CASE WHEN done.id IS NOT NULL THEN true
+                ELSE EXISTS (SELECT FROM bench_p.send_jobs known WHERE known.id = (p_ids::int8[])[1]) END
+      FROM (SELECT) AS one LEFT JOIN done ON true
+        LOOP
+            IF v_known IS DISTINCT FROM true THEN
+                RAISE EXCEPTION 'job % does not exist', v_id USING ERRCODE = 'P0002';
+            END IF;
+            id := v_id;
+            IF v_status IS NULL THEN
+                result := 'stale';
+            ELSE
+                IF v_txn IS NOT NULL AND v_status IN ('sent', 'failed') THEN
+                    v_stamp_status := v_stamp_status || v_status;
+                    v_stamp_txn := v_stamp_txn || v_txn;
+                END IF;
+                result := 'applied';
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+    ELSE
+        FOR v_id, v_status, v_txn, v_known IN
 
     WITH claim AS (
         SELECT * FROM ROWS FROM (pg_catalog.unnest(p_ids::int8[]), pg_catalog.unnest(p_generations::int8[]))
@@ -187,7 +238,7 @@ BEGIN
                                   THEN NULL ELSE v_now END,
                lease_expires_at = NULL,
                last_error = coalesce(p_error, job.last_error)
-          FROM claim
+         FROM claim
          WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
      RETURNING job.id, job.status, job.transaction_id, job.claim_generation
     ),
@@ -202,22 +253,23 @@ BEGIN
                 ELSE EXISTS (SELECT FROM bench_p.send_jobs known WHERE known.id = claim.id) END
       FROM claim LEFT JOIN done ON done.id = claim.id
      ORDER BY claim.ord
-    LOOP
-        IF v_known IS DISTINCT FROM true THEN
-            RAISE EXCEPTION 'job % does not exist', v_id USING ERRCODE = 'P0002';
-        END IF;
-        id := v_id;
-        IF v_status IS NULL THEN
-            result := 'stale';
-        ELSE
-            IF v_txn IS NOT NULL AND v_status IN ('sent', 'failed') THEN
-                v_stamp_status := v_stamp_status || v_status;
-                v_stamp_txn := v_stamp_txn || v_txn;
+        LOOP
+            IF v_known IS DISTINCT FROM true THEN
+                RAISE EXCEPTION 'job % does not exist', v_id USING ERRCODE = 'P0002';
             END IF;
-            result := 'applied';
-        END IF;
-        RETURN NEXT;
-    END LOOP;
+            id := v_id;
+            IF v_status IS NULL THEN
+                result := 'stale';
+            ELSE
+                IF v_txn IS NOT NULL AND v_status IN ('sent', 'failed') THEN
+                    v_stamp_status := v_stamp_status || v_status;
+                    v_stamp_txn := v_stamp_txn || v_txn;
+                END IF;
+                result := 'applied';
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+    END IF;
 
     IF cardinality(v_stamp_txn) > 0 THEN   -- src/link.rs: TransactionLink::current + stamp
         FOR v_stamp_sql, v_on_sent, v_on_failed, v_table, v_missing IN
