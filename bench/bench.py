@@ -449,8 +449,12 @@ def main(argv):
                 continue
             if arm == "F":
                 text = sqlgen.script_f(SCHEMA[arm])
-            elif arm == "M":
-                text = sqlgen.script_m(SCHEMA[arm])
+            elif arm == "M":   # one script per batch (a literal LIMIT), 10 for the warm-up
+                for batch in sorted(set(args.batches) | {10}):
+                    path = sql_dir / f"pgbench_M_{variant}_b{batch}.sql"
+                    path.write_text(sqlgen.script_m(SCHEMA[arm], batch))
+                    scripts[(arm, variant, batch)] = path
+                continue
             elif arm == "S":
                 text = sqlgen.script_s(statements, SCHEMA[arm], variant)
             else:
@@ -480,6 +484,11 @@ def main(argv):
     (args.results / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     log(f"== bench: {len(plan)} runs in {fmt_dur(meta['elapsed_s'])}; results in {args.results}")
     return 0
+
+
+def script_for(scripts, arm, variant, batch):
+    """The pgbench script of an arm: one per variant, or one per batch (M)."""
+    return scripts.get((arm, variant, batch)) or scripts[(arm, variant)]
 
 
 class SoChanged(Exception):
@@ -521,7 +530,7 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
             # Warm-up, not recorded: caches, the .so, the write-back of the load settle.
             if args.warmup > 0:
                 for warm_arm in arms_here:
-                    r = run_pgbench(args, dbname, scripts[(warm_arm, variant)], 1, 10, backlog,
+                    r = run_pgbench(args, dbname, script_for(scripts, warm_arm, variant, 10), 1, 10, backlog,
                                     variant, args.warmup)
                     if r["error"]:
                         log(f"   warm-up of {warm_arm} failed: {r['error']}")
@@ -537,7 +546,7 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
         db.exec("CHECKPOINT")
         before = table_stats(db, arm, variant)
         started = datetime.datetime.now().strftime("%H:%M:%S")
-        r = run_pgbench(args, dbname, scripts[(arm, variant)], clients, batch, backlog,
+        r = run_pgbench(args, dbname, script_for(scripts, arm, variant, batch), clients, batch, backlog,
                         variant, args.duration)
         wait_for_pgbench_gone(db)
         after = table_stats(db, arm, variant)

@@ -8,6 +8,7 @@ prints the throughput table and the PASS/FAIL lines of the targets.
 import argparse
 import csv
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -456,7 +457,8 @@ def sent_table(agg):
 
 def write_report(rows, meta, agg, tg, plot_files, report_path):
     g = meta.get("grid", {})
-    rel = lambda p: Path(p).resolve().relative_to(REPO) if Path(p).resolve().is_relative_to(REPO) else p  # noqa: E731
+    base = Path(report_path).resolve().parent   # image links relative to the report itself
+    rel = lambda p: Path(os.path.relpath(Path(p).resolve(), base))  # noqa: E731
     lines = []
     mode = meta.get("mode", "?")
     lines.append("# sendjobs benchmarks\n")

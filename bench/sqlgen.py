@@ -438,22 +438,28 @@ def script_s(st, schema, variant):
     return out + "BEGIN;\n" + fin + _reenqueue(schema) + "COMMIT;\n"
 
 
-def script_m(schema):
+def script_m(schema, batch):
     """M, a minimal SQL queue on the same table: the claim's pending branch alone (no
     expired-lease recovery), a generation-fenced `retry` back to pending (no results per
     claim, no events, no attempt budget or backoff). Not the contract; a yardstick for
-    what the contract's extras cost."""
-    claim = (f"WITH claimed AS (UPDATE {schema}.send_jobs AS job SET status = 'in_flight', "
+    what the contract's extras cost. The batch is a literal, as a worker with a fixed batch
+    would write it: with `LIMIT $n` the server re-plans the claim on every call (its
+    generic plan, costed for a LIMIT it cannot see, is a bad one), which M should not pay."""
+    claim = (f"WITH picked AS MATERIALIZED (SELECT id FROM {schema}.send_jobs WHERE status = 'pending' "
+             f"AND next_attempt_at <= now() ORDER BY next_attempt_at, id LIMIT {int(batch)} FOR UPDATE SKIP LOCKED), "
+             f"claimed AS (UPDATE {schema}.send_jobs AS job SET status = 'in_flight', "
              "attempts = job.attempts + 1, claimed_at = now(), "
              "lease_expires_at = now() + :lease::interval, claim_generation = job.claim_generation + 1 "
-             f"WHERE job.id IN (SELECT id FROM {schema}.send_jobs WHERE status = 'pending' "
-             "AND next_attempt_at <= now() ORDER BY next_attempt_at, id LIMIT :batch FOR UPDATE SKIP LOCKED) "
-             "RETURNING job.id, job.claim_generation) "
+             "FROM picked WHERE job.id = picked.id RETURNING job.id, job.claim_generation) "
              "SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(claim_generation), '{}') AS gens "
              "FROM claimed \\gset\n")
+    # The claims: one pair for a batch of one (the finalize then plans once, as the claim
+    # does), the arrays joined for more.
+    fence = ("WHERE job.id = (:ids::int8[])[1] AND job.claim_generation = (:gens::int8[])[1]" if batch == 1 else
+             "FROM unnest(:ids::int8[], :gens::int8[]) AS c(id, generation) "
+             "WHERE job.id = c.id AND job.claim_generation = c.generation")
     fin = (f"UPDATE {schema}.send_jobs AS job SET status = 'pending', next_attempt_at = now(), "
-           "lease_expires_at = NULL FROM unnest(:ids::int8[], :gens::int8[]) AS c(id, generation) "
-           "WHERE job.id = c.id AND job.status = 'in_flight' AND job.claim_generation = c.generation;\n")
+           f"lease_expires_at = NULL {fence} AND job.status = 'in_flight';\n")
     return claim + fin
 
 
