@@ -19,12 +19,10 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO="$PWD"
-PGBIN=/usr/lib/postgresql/15/bin
+source scripts/lib.sh
 PYTHON=/usr/bin/python3 # Debian's python: it sees the apt packages python3-psycopg2 / -matplotlib
 
 log() { printf '== run.sh: %s\n' "$*"; }
-is_root() { [ "$(id -u)" = 0 ]; }
-as_root() { if is_root; then "$@"; else sudo "$@"; fi; }
 
 REPORT="$REPO/BENCHMARKS.md"
 PLOTS="$REPO/bench/plots"
@@ -51,12 +49,8 @@ COMMAND="bash bench/run.sh${BENCH_ARGS[*]:+ ${BENCH_ARGS[*]}}"
 
 # --- what we need ------------------------------------------------------------------------
 if [ "${SENDJOBS_SKIP_INSTALL:-0}" != 1 ]; then
-  bash scripts/setup.sh
-  export PATH="$HOME/.cargo/bin:$PATH"
-  log "building (release) and installing the extension"
-  sudo_flag=()
-  is_root || sudo_flag=(--sudo)
-  cargo pgrx install --release "${sudo_flag[@]}" --pg-config "$PGBIN/pg_config" >/dev/null
+  log "setup, then building (release) and installing the extension"
+  install_extension >/dev/null
 fi
 need_apt=()
 for pkg in postgresql-15 python3-psycopg2 python3-matplotlib; do
@@ -78,18 +72,9 @@ fi
 "$PYTHON" bench/bench.py --host x --port 0 --dry-run "${BENCH_ARGS[@]}" >/dev/null
 
 # --- a throwaway cluster ---------------------------------------------------------------------
-WORK="$(mktemp -d /tmp/sendjobs-bench.XXXXXX)"
+WORK="$(make_workdir sendjobs-bench)"
 DATA="$WORK/data"
 PGLOG="$WORK/postgres.log"
-
-# The owner of the cluster: postgres when we are root (the server refuses root), else us.
-as_owner() {
-  if is_root; then
-    (cd "$WORK" && sudo -u postgres -- "$@")
-  else
-    (cd "$WORK" && "$@")
-  fi
-}
 
 cleanup() {
   local rc=$?
@@ -108,10 +93,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-if is_root; then
-  chown postgres:postgres "$WORK"
-fi
 
 # The fixed settings; the report lists them as the server reports them.
 SETTINGS=(
@@ -132,7 +113,7 @@ SETTINGS_TEXT="$(printf '%s ' "${SETTINGS[@]}" | sed 's/ -c / /g; s/^-c //')"
 log "initdb in $DATA"
 as_owner "$PGBIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
 
-PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+PORT="$(free_port)"
 log "starting PostgreSQL 15 on 127.0.0.1:$PORT (socket in $WORK)"
 as_owner "$PGBIN/pg_ctl" -D "$DATA" -l "$PGLOG" -w -t 60 start \
   -o "-p $PORT -k $WORK $(printf '%s ' "${SETTINGS[@]}")" >/dev/null

@@ -20,14 +20,11 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/lib.sh
 
-PGBIN=/usr/lib/postgresql/15/bin
-PG_CONFIG="$PGBIN/pg_config"
 PYTHON=/usr/bin/python3 # Debian's python: it sees the apt package python3-psycopg2
 
 log() { printf '== soak.sh: %s\n' "$*"; }
-is_root() { [ "$(id -u)" = 0 ]; }
 
 result_file=""
 args=()
@@ -42,31 +39,15 @@ done
 if [ "${SENDJOBS_SKIP_INSTALL:-0}" = 1 ]; then
   log "SENDJOBS_SKIP_INSTALL=1: using the installed extension"
 else
-  log "setup (apt packages, cargo-pgrx)"
-  bash scripts/setup.sh
-  log "building and installing the extension into $("$PG_CONFIG" --version)"
-  if is_root; then
-    cargo pgrx install --release --pg-config "$PG_CONFIG"
-  else
-    cargo pgrx install --release --sudo --pg-config "$PG_CONFIG"
-  fi
+  log "setup, then building and installing the extension into $("$PG_CONFIG" --version)"
+  install_extension
 fi
 if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
   echo "soak.sh: the sendjobs extension is not installed into PostgreSQL 15" >&2
   exit 2
 fi
 
-WORK="$(mktemp -d /tmp/sendjobs-soak.XXXXXX)"
-if is_root; then
-  chown postgres:postgres "$WORK"
-fi
-as_owner() {
-  if is_root; then
-    (cd "$WORK" && sudo -u postgres -- "$@")
-  else
-    (cd "$WORK" && "$@")
-  fi
-}
+WORK="$(make_workdir sendjobs-soak)"
 
 child=""
 cleanup() {

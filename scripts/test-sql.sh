@@ -12,14 +12,13 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh
 
-PGBIN=/usr/lib/postgresql/15/bin
 PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
 PG_REGRESS="$PGXS_TEST/regress/pg_regress"
 PG_ISOLATION_REGRESS="$PGXS_TEST/isolation/pg_isolation_regress"
 
 log() { printf '== test-sql.sh: %s\n' "$*"; }
-is_root() { [ "$(id -u)" = 0 ]; }
 
 for tool in "$PG_REGRESS" "$PG_ISOLATION_REGRESS" "$PGBIN/postgres" "$PGBIN/psql"; do
   if [ ! -x "$tool" ]; then
@@ -32,18 +31,7 @@ if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
   exit 2
 fi
 
-WORK="$(mktemp -d /tmp/sendjobs-sqltest.XXXXXX)"
-
-# Runs a command as the owner of the temporary instances: postgres when we are root
-# (the server refuses to run as root), ourselves otherwise. From $WORK, a directory the
-# owner may enter.
-as_owner() {
-  if is_root; then
-    (cd "$WORK" && sudo -u postgres -- "$@")
-  else
-    (cd "$WORK" && "$@")
-  fi
-}
+WORK="$(make_workdir sendjobs-sqltest)"
 
 cleanup() {
   local rc=$?
@@ -65,15 +53,6 @@ cp -R test "$WORK/test"
 if is_root; then
   chown -R postgres:postgres "$WORK"
 fi
-
-# A TCP port nobody listens on (pg_regress also moves on from a busy one).
-free_port() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-  else
-    echo $((50000 + RANDOM % 10000))
-  fi
-}
 
 # Test names: the files in a directory, sorted, without their extension.
 names() {
