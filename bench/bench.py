@@ -50,7 +50,7 @@ RUN_FIELDS = [
     "cycles", "jobs", "failed", "tps", "jobs_per_s", "lat_avg_ms", "claim_ms", "finalize_ms",
     "wal_bytes", "wal_per_cycle", "wal_per_job", "n_tup_upd", "n_tup_hot_upd", "hot_pct",
     "n_dead_tup", "n_live_tup", "table_bytes", "indexes_bytes", "total_bytes",
-    "autovacuums", "leftover_in_flight", "error", "started_at",
+    "autovacuums", "autovacuums_any", "leftover_in_flight", "error", "started_at",
 ]
 
 
@@ -80,7 +80,12 @@ def parse_args(argv):
     ap.add_argument("--warmup", type=float,
                     help="seconds of unrecorded pgbench per arm after each data load (full 3, quick 1)")
     ap.add_argument("--no-vacuum", action="store_true",
-                    help="do not VACUUM the arm's table before each run (autovacuum only)")
+                    help="do not VACUUM the arm's table before and after each run (autovacuum only)")
+    ap.add_argument("--sustained", type=float,
+                    help="seconds of each sustained run (E, 4 clients, batch 10, no VACUUM between "
+                         "intervals) per autovacuum_naptime; 0 skips them (full 120, quick 20)")
+    ap.add_argument("--naptimes", default="60,10",
+                    help="autovacuum_naptime values (seconds) of the sustained runs")
     ap.add_argument("--results", help="directory for runs.csv/meta.json (default bench/results/<mode>)")
     ap.add_argument("--host", required=True, help=argparse.SUPPRESS)
     ap.add_argument("--port", required=True, help=argparse.SUPPRESS)
@@ -91,9 +96,10 @@ def parse_args(argv):
     a = ap.parse_args(argv)
     mode = "quick" if a.quick else "full"
     d = {"quick": dict(duration=2.0, warmup=1.0, reps=1, clients="1,4", batches="1,100",
-                       backlogs="10000,1000000", sent_clients="4", sent_batches="10"),
+                       backlogs="10000,1000000", sent_clients="4", sent_batches="10", sustained=20.0),
          "full": dict(duration=10.0, warmup=3.0, reps=3, clients="1,4,8", batches="1,10,100",
-                      backlogs="10000,1000000", sent_clients="4", sent_batches="1,10,100")}[mode]
+                      backlogs="10000,1000000", sent_clients="4", sent_batches="1,10,100",
+                      sustained=120.0)}[mode]
     a.mode = mode
     a.duration = a.duration or d["duration"]
     a.warmup = d["warmup"] if a.warmup is None else a.warmup
@@ -103,6 +109,8 @@ def parse_args(argv):
     a.backlogs = parse_list(a.backlogs or d["backlogs"])
     a.sent_clients = parse_list(a.sent_clients or d["sent_clients"])
     a.sent_batches = parse_list(a.sent_batches or d["sent_batches"])
+    a.sustained = d["sustained"] if a.sustained is None else a.sustained
+    a.naptimes = parse_list(a.naptimes)
     a.arms = [x.strip() for x in a.arms.split(",") if x.strip()]
     for arm in a.arms:
         if arm not in SCHEMA:
@@ -227,6 +235,11 @@ def table_stats(db, arm, variant):
     keys = ["lsn", "n_tup_upd", "n_tup_hot_upd", "n_dead_tup", "n_live_tup", "autovacuums",
             "table_bytes", "indexes_bytes", "total_bytes"]
     out = dict(zip(keys, st))
+    # Autovacuum and autoanalyze runs of any table here, whichever arm's: a worker takes
+    # CPU from the arm that is running, so it is recorded with that arm's run.
+    out["autovacuums_any"] = db.one(
+        "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint "
+        "FROM pg_stat_user_tables")[0]
     out["gen_sum"], out["in_flight"] = agg
     if variant == "sent":
         ev = db.one(f"SELECT pg_total_relation_size('{s}.send_job_events'::regclass)")
@@ -269,9 +282,9 @@ def parse_pgbench(out):
     return r
 
 
-def run_pgbench(args, dbname, script_path, clients, batch, backlog, variant, duration):
+def run_pgbench(args, dbname, script_path, clients, batch, backlog, variant, duration, progress=0):
     cmd = [f"{PGBIN}/pgbench", "-h", args.host, "-p", str(args.port), "-U", args.user,
-           "-n", "-M", "prepared", "-r",
+           "-n", "-M", "prepared", "-r", *(["-P", str(progress)] if progress else []),
            "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
            "-T", str(int(round(duration))) if duration >= 1 else "1",
            "-f", str(script_path),
@@ -287,6 +300,9 @@ def run_pgbench(args, dbname, script_path, clients, batch, backlog, variant, dur
         out, err, rc = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), \
             "pgbench timed out", -1
     r = parse_pgbench(out)
+    # "progress: 10.0 s, 2150.3 tps, lat ..." on stderr, one line per -P interval.
+    r["progress"] = [(float(m.group(1)), float(m.group(2)))
+                     for m in re.finditer(r"^progress: ([\d.]+) s, ([\d.]+) tps", err or "", re.M)]
     r["error"] = ""
     if rc != 0 or "aborted" in err:
         first = [l for l in err.splitlines() if "error" in l.lower()][:2]
@@ -336,7 +352,8 @@ def estimate_seconds(args, plan):
     arms_fn = len(args.arms)
     load += (len(args.backlogs) * arms_fn + (0 if args.no_sent else arms_fn)) * (args.warmup + 0.5)
     per = sum(args.duration + 0.3 + OVERHEAD_S.get(p[2], 0.6 + p[2] / 1_000_000 * 1.4) for p in plan)
-    return load + per
+    sustained = len(args.naptimes) * (args.sustained + 5) + 3 if args.sustained > 0 else 0
+    return load + per + sustained
 
 
 def fmt_dur(s):
@@ -478,12 +495,65 @@ def main(argv):
         admin = Db(args, "postgres")
         admin.exec(f"DROP DATABASE IF EXISTS {current}")
         admin.close()
+    if args.sustained > 0 and "E" in args.arms:
+        meta["sustained"] = run_sustained(args, statements, scripts, sql_dir)
     meta["elapsed_s"] = round(time.time() - meta["_t_start"])
     del meta["_t_start"]
     meta["loadavg_end"] = sh("cat /proc/loadavg")
     (args.results / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     log(f"== bench: {len(plan)} runs in {fmt_dur(meta['elapsed_s'])}; results in {args.results}")
     return 0
+
+
+SUSTAINED_CLIENTS, SUSTAINED_BATCH, SUSTAINED_BACKLOG = 4, 10, 10_000
+
+
+def run_sustained(args, statements, scripts, sql_dir):
+    """E for args.sustained seconds without a VACUUM in between, once per autovacuum_naptime:
+    how throughput holds up while dead index entries pile up at the head of the claim order
+    until autovacuum removes them. Writes sustained.csv (one row per 10-second interval)."""
+    dbname = "bench_sustained"
+    db, _secs, _payload = create_database(args, statements, dbname, SUSTAINED_BACKLOG, ["E"], sql_dir)
+    summary = []
+    path = args.results / "sustained.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["naptime_s", "t_s", "cycles_per_s"])
+        for naptime in args.naptimes:
+            db.exec(f"ALTER SYSTEM SET autovacuum_naptime = '{int(naptime)}s'")
+            db.exec("SELECT pg_reload_conf()")
+            wait_for_autovacuum(db)
+            db.exec(f"VACUUM (ANALYZE) {SCHEMA['E']}.send_jobs")
+            db.exec("CHECKPOINT")
+            before = table_stats(db, "E", "retry")
+            r = run_pgbench(args, dbname, script_for(scripts, "E", "retry", SUSTAINED_BATCH),
+                            SUSTAINED_CLIENTS, SUSTAINED_BATCH, SUSTAINED_BACKLOG, "retry",
+                            args.sustained, progress=10 if args.sustained >= 40 else 2)
+            wait_for_pgbench_gone(db)
+            after = table_stats(db, "E", "retry")
+            db.exec(f"UPDATE {SCHEMA['E']}.send_jobs SET status = 'pending', lease_expires_at = NULL "
+                    "WHERE status = 'in_flight'")
+            for t, tps in r["progress"]:
+                out.writerow([naptime, t, tps])
+            jobs = after["gen_sum"] - before["gen_sum"]
+            row = {"naptime_s": naptime, "seconds": args.sustained, "cycles_per_s": round(r["tps"], 1),
+                   "jobs_per_s": round(r["tps"] * jobs / r["cycles"], 1) if r["cycles"] else 0.0,
+                   "first_interval": r["progress"][0][1] if r["progress"] else None,
+                   "min_interval": min((tps for _t, tps in r["progress"]), default=None),
+                   "autovacuums": after["autovacuums"] - before["autovacuums"], "error": r["error"],
+                   "interval_s": r["progress"][0][0] if r["progress"] else None,
+                   "intervals": [round(tps) for _t, tps in r["progress"]]}
+            summary.append(row)
+            log(f"== bench: sustained, autovacuum_naptime {naptime} s: {row['cycles_per_s']:.0f} cycles/s "
+                f"(intervals: {' '.join(f'{tps:.0f}' for _t, tps in r['progress'])}), "
+                f"{row['autovacuums']} autovacuums")
+    db.exec("ALTER SYSTEM RESET autovacuum_naptime")
+    db.exec("SELECT pg_reload_conf()")
+    db.close()
+    admin = Db(args, "postgres")
+    admin.exec(f"DROP DATABASE IF EXISTS {dbname}")
+    admin.close()
+    return summary
 
 
 def script_for(scripts, arm, variant, batch):
@@ -554,6 +624,11 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
         if left:   # pgbench stopped between a claim and its finalize: put them back
             db.exec(f"UPDATE {SCHEMA[arm]}.send_jobs SET status = 'pending', lease_expires_at = NULL "
                     "WHERE status = 'in_flight'")
+        if not args.no_vacuum:
+            # Tidy up now, outside the timed window: otherwise the dead tuples this run left
+            # wake autovacuum during a later run, which then shares the CPU with it.
+            for t in tables_of(arm, variant):
+                db.exec(f"VACUUM (ANALYZE) {t}")
         wal = int(db.one("SELECT pg_wal_lsn_diff(%s, %s)", (after["lsn"], before["lsn"]))[0])
         cycles = r["cycles"]
         jobs = cycles if arm == "F" else after["gen_sum"] - before["gen_sum"]
@@ -577,6 +652,7 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
             "table_bytes": after["table_bytes"], "indexes_bytes": after["indexes_bytes"],
             "total_bytes": after["total_bytes"],
             "autovacuums": after["autovacuums"] - before["autovacuums"],
+            "autovacuums_any": after["autovacuums_any"] - before["autovacuums_any"],
             "leftover_in_flight": left, "error": r["error"], "started_at": started,
         }
         with open(csv_path, "a", newline="") as f:

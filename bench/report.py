@@ -38,7 +38,7 @@ def load(results):
                 r[k] = int(r[k]) if r[k] not in ("", None) else 0
             for k in ("jobs_per_s", "tps", "claim_ms", "finalize_ms", "wal_per_job", "wal_per_cycle",
                       "hot_pct", "n_dead_tup", "n_live_tup", "table_bytes", "indexes_bytes",
-                      "total_bytes", "autovacuums", "lat_avg_ms", "leftover_in_flight"):
+                      "total_bytes", "autovacuums", "autovacuums_any", "lat_avg_ms", "leftover_in_flight"):
                 r[k] = float(r[k]) if r.get(k) not in ("", None) else None
             rows.append(r)
     meta = json.loads((results / "meta.json").read_text()) if (results / "meta.json").exists() else {}
@@ -411,7 +411,7 @@ def footprint_table(agg):
     backlogs, clients, batches, arms = agg.axes("retry")
     header = ["backlog", "clients", "batch", "WAL bytes/job " + "/".join(arms),
               "HOT % " + "/".join(arms), "dead tuples after run " + "/".join(arms),
-              "autovacuums during run " + "/".join(arms)]
+              "autovacuum runs during run (any table) " + "/".join(arms)]
     rows = []
     for b in backlogs:
         for c in clients:
@@ -419,7 +419,7 @@ def footprint_table(agg):
                 def cell(field, fmt):
                     return " / ".join(fmt(agg.get("retry", b, c, bt, a, field)) for a in arms)
                 rows.append([bl(b), c, bt, cell("wal_per_job", n0), cell("hot_pct", lambda v: "–" if v is None else f"{v:.0f}"),
-                             cell("n_dead_tup", n0), cell("autovacuums", n0)])
+                             cell("n_dead_tup", n0), cell("autovacuums_any", n0)])
     return table(header, rows)
 
 
@@ -451,6 +451,29 @@ def sent_table(agg):
                             + [n2(ratio(vals.get("E"), vals[a])) for a in arms if a != "E"]
                             + [" / ".join(n0(agg.get("sent", b, c, bt, a, "wal_per_job")) for a in arms)])
     return table(header, rows)
+
+
+def sustained_section(runs):
+    first = runs[0]
+    text = [
+        "## Sustained throughput and autovacuum\n",
+        f"E alone, {first['seconds']:.0f} s without a VACUUM in between (the grid vacuums before every run), "
+        f"4 clients, batch 10, 10k backlog, once per `autovacuum_naptime`. Every claim leaves a dead entry "
+        "in the pending index where the claim order starts; until a vacuum removes them, each claim steps over "
+        "all of them, so throughput falls between vacuums and recovers after one. autovacuum starts at most "
+        "once per naptime per database, whatever the table's own settings: the naptime sets the depth of "
+        "the saw.\n",
+    ]
+    rows = []
+    for r in runs:
+        rows.append([f"{r['naptime_s']} s", n0(r["cycles_per_s"]), n0(r["jobs_per_s"]),
+                     n0(r["first_interval"]), n0(r["min_interval"]), r["autovacuums"],
+                     " ".join(str(v) for v in r["intervals"]) or "–"])
+    interval = f"{first['interval_s']:g}" if first.get("interval_s") else "?"
+    text.append(table(["autovacuum_naptime", "cycles/s (whole run)", "jobs/s", "first interval",
+                       "lowest interval", "autovacuums of the table",
+                       f"cycles/s per {interval}-s interval"], rows))
+    return "\n".join(text)
 
 
 def write_report(rows, meta, agg, tg, plot_files, report_path):
@@ -536,7 +559,8 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
     lines.append("WAL bytes per job (`pg_current_wal_lsn()` difference over the run, divided by jobs; "
                  "includes autovacuum and the checkpoint's full-page images); HOT % = "
                  "`n_tup_hot_upd / n_tup_upd` during the run; dead tuples = `n_dead_tup` right after the "
-                 "run (each run starts right after a VACUUM). Cells are " + " / ".join(agg.axes("retry")[3]) + ".\n")
+                 "run (each run starts right after a VACUUM); autovacuum runs = autovacuums and autoanalyzes of any "
+                 "table in the database that completed during the run. Cells are " + " / ".join(agg.axes("retry")[3]) + ".\n")
     lines.append(footprint_table(agg) + "\n")
     lines.append("The claim and the finalize of E/S/P cannot be HOT updates: both change `status`, which is in "
                  "the predicate of every partial index, and an indexed column (`lease_expires_at`, "
@@ -554,6 +578,9 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
                      "each) and re-enqueues as many fresh jobs with one plain `INSERT` (identical in every arm), "
                      "so the pending backlog stays constant while the table grows.\n")
         lines.append(st + "\n")
+
+    if meta.get("sustained"):
+        lines.append(sustained_section(meta["sustained"]) + "\n")
 
     if agg.errors:
         lines.append("## Failed runs (left out of the medians)\n")
