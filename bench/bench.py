@@ -73,7 +73,8 @@ def parse_args(argv):
     ap.add_argument("--clients", help="comma list (full 1,4,8; quick 1,4)")
     ap.add_argument("--batches", help="comma list (full 1,10,100; quick 1,100)")
     ap.add_argument("--backlogs", help="comma list of backlog sizes (full and quick 10000,1000000)")
-    ap.add_argument("--arms", default="E,S,P,F", help="arms, in interleaving order: E,S,P,F (+ E1,P1; M a minimal SQL queue)")
+    ap.add_argument("--arms", default="E,S,P,F,M",
+                    help="arms, in interleaving order: E,S,P,F,M (M a minimal SQL queue; + E1,P1)")
     ap.add_argument("--sent-clients", help="clients of the terminal 'sent' variant (full 4, quick 4)")
     ap.add_argument("--sent-batches", help="batches of the 'sent' variant (full 1,10,100; quick 10)")
     ap.add_argument("--no-sent", action="store_true", help="skip the terminal 'sent' variant")

@@ -3,7 +3,7 @@
 # vs P (the same logic in PL/pgSQL) vs F (the floor), with pgbench, on a throwaway
 # PostgreSQL 15 cluster that this script creates and always removes.
 #
-#   bash bench/run.sh              # the full grid (about 50 minutes; run it on a quiet machine)
+#   bash bench/run.sh              # the full grid (about 55 minutes; run it on a quiet machine)
 #   bash bench/run.sh --quick      # a tiny grid with 2-second runs (a few minutes), for development
 #   bash bench/run.sh --help       # every option (durations, grid, arms, output paths)
 #
