@@ -512,7 +512,7 @@ SUSTAINED_CLIENTS, SUSTAINED_BATCH, SUSTAINED_BACKLOG = 4, 10, 10_000
 def run_sustained(args, statements, scripts, sql_dir):
     """E for args.sustained seconds without a VACUUM in between, once per autovacuum_naptime:
     how throughput holds up while dead index entries pile up at the head of the claim order
-    until autovacuum removes them. Writes sustained.csv (one row per 10-second interval)."""
+    until autovacuum removes them. Writes sustained.csv (one row per pgbench -P interval)."""
     dbname = "bench_sustained"
     db, _secs, _payload = create_database(args, statements, dbname, SUSTAINED_BACKLOG, ["E"], sql_dir)
     summary = []
