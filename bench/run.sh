@@ -91,8 +91,7 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 
 # The fixed settings; the report lists them as the server reports them.
 SETTINGS=(

@@ -7,6 +7,17 @@ PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG="$PGBIN/pg_config"
 
 is_root() { [ "$(id -u)" = 0 ]; }
+
+# Turns the signals that end a script into an exit, so that its EXIT trap (the cleanup
+# that stops the cluster) runs: bash skips EXIT traps when a signal kills it. A reader
+# that goes away (`| head`) raises SIGPIPE at the next line we print; the cleanup's own
+# lines then go to /dev/null instead of raising it again.
+exit_on_signals() {
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
+  trap 'exec >/dev/null; exit 141' PIPE
+  trap 'exit 143' TERM
+}
 as_root() { if is_root; then "$@"; else sudo "$@"; fi; }
 
 # A fresh folder under /tmp for clusters and logs, owned by the user the clusters run as.

@@ -65,8 +65,7 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 
 cmd=("$PYTHON" -u scripts/soak.py --workdir "$WORK" "${args[@]}")
 log "running scripts/soak.py ${args[*]}"

@@ -46,8 +46,7 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 
 cp -R test "$WORK/test"
 if is_root; then
