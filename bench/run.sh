@@ -90,8 +90,7 @@ cleanup() {
   rm -rf "$WORK"
   exit "$rc"
 }
-trap cleanup EXIT
-exit_on_signals
+cleanup_on_exit cleanup
 
 # The fixed settings; the report lists them as the server reports them.
 SETTINGS=(

@@ -36,8 +36,7 @@ cleanup() {
   rm -rf "$WORK"
   exit "$rc"
 }
-trap cleanup EXIT
-exit_on_signals
+cleanup_on_exit cleanup
 
 log "initdb in $DATA"
 as_owner "$PGBIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null

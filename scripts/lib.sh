@@ -1,24 +1,26 @@
 # Shell helpers shared by the scripts that run a throwaway PostgreSQL cluster
 # (scripts/demo.sh, soak.sh, test-sql.sh, bench/run.sh). Source it from the repository
-# root: `source scripts/lib.sh`. Each caller keeps its own cleanup trap; these only
+# root: `source scripts/lib.sh`. Each caller writes its own cleanup function; these only
 # cover what every one of them needs the same way.
 
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG="$PGBIN/pg_config"
 
 is_root() { [ "$(id -u)" = 0 ]; }
+as_root() { if is_root; then "$@"; else sudo "$@"; fi; }
 
-# Turns the signals that end a script into an exit, so that its EXIT trap (the cleanup
-# that stops the cluster) runs: bash skips EXIT traps when a signal kills it. A reader
-# that goes away (`| head`) raises SIGPIPE at the next line we print; the cleanup's own
-# lines then go to /dev/null instead of raising it again.
-exit_on_signals() {
+# Runs the function named $1 (the caller's cleanup: stop the cluster, remove the folder)
+# when the script ends, also when a signal ends it: bash skips the EXIT trap when a
+# signal kills it, so these signals become exits. A reader that goes away (`| head`)
+# raises SIGPIPE at the next line we print; the cleanup's own lines then go to /dev/null
+# instead of raising it again.
+cleanup_on_exit() {
+  trap "$1" EXIT
   trap 'exit 129' HUP
   trap 'exit 130' INT
   trap 'exec >/dev/null; exit 141' PIPE
   trap 'exit 143' TERM
 }
-as_root() { if is_root; then "$@"; else sudo "$@"; fi; }
 
 # A fresh folder under /tmp for clusters and logs, owned by the user the clusters run as.
 # Prints its path; the caller sets WORK to it (as_owner runs commands from there).

@@ -64,8 +64,7 @@ cleanup() {
   rm -rf "$WORK"
   exit "$rc"
 }
-trap cleanup EXIT
-exit_on_signals
+cleanup_on_exit cleanup
 
 cmd=("$PYTHON" -u scripts/soak.py --workdir "$WORK" "${args[@]}")
 log "running scripts/soak.py ${args[*]}"

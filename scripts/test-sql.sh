@@ -45,8 +45,7 @@ cleanup() {
   rm -rf "$WORK"
   exit "$rc"
 }
-trap cleanup EXIT
-exit_on_signals
+cleanup_on_exit cleanup
 
 cp -R test "$WORK/test"
 if is_root; then
