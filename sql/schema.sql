@@ -16,16 +16,8 @@ CREATE TABLE @extschema@.send_jobs (
     claim_generation bigint      NOT NULL DEFAULT 0,
     last_error       text,
     created_at       timestamptz NOT NULL DEFAULT now(),
-    finished_at      timestamptz,
-    CONSTRAINT send_jobs_status_check
-        CHECK (status IN ('pending', 'in_flight', 'sent', 'failed', 'cancelled')),
-    CONSTRAINT send_jobs_attempts_check CHECK (attempts >= 0 AND max_attempts >= 1),
-    CONSTRAINT send_jobs_generation_check CHECK (claim_generation >= 0),
-    -- A lease exists exactly while a job is held: the claim query relies on it.
-    CONSTRAINT send_jobs_lease_check CHECK ((status = 'in_flight') = (lease_expires_at IS NOT NULL)),
-    CONSTRAINT send_jobs_claimed_check CHECK (status <> 'in_flight' OR claimed_at IS NOT NULL),
-    CONSTRAINT send_jobs_finished_check
-        CHECK ((status IN ('sent', 'failed', 'cancelled')) = (finished_at IS NOT NULL))
+    finished_at      timestamptz
+    -- CHECK send_jobs_state_check: sql/job_state.sql, once its function exists.
 ) WITH (fillfactor = 80);
 
 COMMENT ON TABLE @extschema@.send_jobs IS

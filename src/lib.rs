@@ -14,6 +14,7 @@ mod enqueue;
 mod errors;
 mod finalize;
 mod guard;
+mod job_state;
 mod link;
 mod spi_plans;
 mod sql_name;
