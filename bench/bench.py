@@ -83,8 +83,9 @@ def parse_args(argv):
     ap.add_argument("--no-vacuum", action="store_true",
                     help="do not VACUUM the arm's table before and after each run (autovacuum only)")
     ap.add_argument("--sustained", type=float,
-                    help="seconds of each sustained run (E, 4 clients, batch 10, no VACUUM between "
-                         "intervals) per autovacuum_naptime; 0 skips them (full 120, quick 20)")
+                    help=f"seconds of each sustained run (E, {SUSTAINED_CLIENTS} clients, batch "
+                         f"{SUSTAINED_BATCH}, {SUSTAINED_BACKLOG} jobs, no VACUUM between intervals) per "
+                         "autovacuum_naptime; 0 skips them (full 120, quick 20)")
     ap.add_argument("--naptimes", default="60,10",
                     help="autovacuum_naptime values (seconds) of the sustained runs")
     ap.add_argument("--results", help="directory for runs.csv/meta.json (default bench/results/<mode>)")
@@ -537,7 +538,8 @@ def run_sustained(args, statements, scripts, sql_dir):
             for t, tps in r["progress"]:
                 out.writerow([naptime, t, tps])
             jobs = after["gen_sum"] - before["gen_sum"]
-            row = {"naptime_s": naptime, "seconds": args.sustained, "cycles_per_s": round(r["tps"], 1),
+            row = {"naptime_s": naptime, "seconds": args.sustained, "clients": SUSTAINED_CLIENTS,
+                   "batch": SUSTAINED_BATCH, "backlog": SUSTAINED_BACKLOG, "cycles_per_s": round(r["tps"], 1),
                    "jobs_per_s": round(r["tps"] * jobs / r["cycles"], 1) if r["cycles"] else 0.0,
                    "first_interval": r["progress"][0][1] if r["progress"] else None,
                    "min_interval": min((tps for _t, tps in r["progress"]), default=None),

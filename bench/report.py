@@ -458,7 +458,8 @@ def sustained_section(runs):
     text = [
         "## Sustained throughput and autovacuum\n",
         f"E alone, {first['seconds']:.0f} s without a VACUUM in between (the grid vacuums before every run), "
-        f"4 clients, batch 10, 10k backlog, once per `autovacuum_naptime`. Every claim leaves a dead entry "
+        f"{first['clients']} clients, batch {first['batch']}, {bl(first['backlog'])} backlog, once per "
+        "`autovacuum_naptime`. Every claim leaves a dead entry "
         "in the pending index where the claim order starts; until a vacuum removes them, each claim steps over "
         "all of them, so throughput falls between vacuums and recovers after one. autovacuum starts at most "
         "once per naptime per database, whatever the table's own settings: the naptime sets the depth of "
