@@ -73,6 +73,14 @@ class Agg:
                 if r[field] is not None]
         return (min(vals), max(vals), len(vals)) if vals else (None, None, 0)
 
+    def reps(self, backlog, clients, batch, arm, field="jobs_per_s"):
+        """`arm min-max` of the retry runs behind one median, to judge a miss against noise."""
+        lo, hi, n = self.spread("retry", backlog, clients, batch, arm, field)
+        if not n:
+            return f"{arm} –"
+        fmt = n3 if field.endswith("_ms") else n0
+        return f"{arm} {fmt(lo)}-{fmt(hi)}"
+
     def last(self, variant, backlog, arm):
         """The row of the last run on an arm's table in a phase (table size after)."""
         best = None
@@ -153,7 +161,8 @@ def targets(agg):
                     if worst is None or r < worst[0]:
                         worst = (r, f"E/{other} = {r:.2f} at backlog {bl(b)}, {c} clients, batch {bt}")
                     if r < 1 - NOISE:
-                        fails.append(f"E/{other} {r:.2f} ({bl(b)}, c{c}, b{bt})")
+                        fails.append(f"E/{other} {r:.2f} ({bl(b)}, c{c}, b{bt}; runs: "
+                                     f"{agg.reps(b, c, bt, 'E')} vs {agg.reps(b, c, bt, other)})")
     if checked:
         out.append(("E >= S and E >= P at every grid point (within 5%)",
                     "FAIL" if fails else "PASS",
@@ -170,7 +179,11 @@ def targets(agg):
                 r = ratio(agg.get("retry", b, c, *numerator), agg.get("retry", b, c, *denominator))
                 if r is None:
                     continue
-                det.append(f"{bl(b)}/c{c}: {detail(r)}")
+                runs = "" if r >= threshold else (
+                    f" (runs: {agg.reps(b, c, *numerator)} vs {agg.reps(b, c, *denominator)})"
+                    if numerator[1] != denominator[1] else
+                    f" (runs at batch {numerator[0]}: {agg.reps(b, c, *numerator)})")
+                det.append(f"{bl(b)}/c{c}: {detail(r)}{runs}")
                 ok &= r >= threshold
         return (name, "PASS" if ok else "FAIL", "; ".join(det))
 
@@ -190,7 +203,9 @@ def targets(agg):
                 r = ratio(agg.get("retry", hi, c, bt, "E", "claim_ms"), agg.get("retry", lo, c, bt, "E", "claim_ms"))
                 if r is None:
                     continue
-                det.append(f"c{c}/b{bt}: {r:.2f}x")
+                runs = "" if r <= 1.2 else (f" (claim ms runs: {agg.reps(hi, c, bt, 'E', 'claim_ms')} at "
+                                            f"{bl(hi)}, {agg.reps(lo, c, bt, 'E', 'claim_ms')} at {bl(lo)})")
+                det.append(f"c{c}/b{bt}: {r:.2f}x{runs}")
                 ok &= r <= 1.2
         out.append((f"E claim latency at {bl(hi)} <= 1.2x at {bl(lo)}", "PASS" if ok else "FAIL", "; ".join(det)))
     else:
@@ -204,7 +219,9 @@ def targets(agg):
                 vals = [agg.get("retry", b, c, bt, "E") for c in clients]
                 if None in vals:
                     continue
-                fall = [f"{clients[i]}->{clients[i + 1]}: {vals[i + 1] / vals[i]:.2f}x"
+                fall = [f"{clients[i]}->{clients[i + 1]}: {vals[i + 1] / vals[i]:.2f}x; runs at "
+                        f"{clients[i]} clients {agg.reps(b, clients[i], bt, 'E')}, at {clients[i + 1]} "
+                        f"{agg.reps(b, clients[i + 1], bt, 'E')}"
                         for i in range(len(vals) - 1) if vals[i + 1] < (1 - NOISE) * vals[i]]
                 if fall:
                     ok = False
