@@ -505,16 +505,17 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
         lines.append(f"> **{mode.upper()} RUN** — a reduced grid with short runs, made while developing the "
                      "harness on a shared machine. The numbers show the shape, not the truth; "
                      "publish only a full run (`bash bench/run.sh`) on a quiet machine.\n")
+    # Only the load before the first run says anything about other work: the 1-minute
+    # load average at the end counts the benchmark's own last runs (the sustained ones).
     try:
         load_start = float(str(meta.get("loadavg_start", "0")).split()[0])
-        load_end = float(str(meta.get("loadavg_end", "0")).split()[0])
     except ValueError:
-        load_start = load_end = 0.0
+        load_start = 0.0
     cores = meta.get("nproc") or 1
-    if max(load_start, load_end) > 0.5 * cores:
-        lines.append(f"> **Busy machine**: load average {load_start:.1f} at the start and {load_end:.1f} at the end "
-                     f"on {cores} cores — other work shared the CPU and the disk with the benchmark, so "
-                     "differences between arms are mostly noise.\n")
+    if load_start > 0.5 * cores:
+        lines.append(f"> **Busy machine**: load average {load_start:.1f} on {cores} cores before the first "
+                     "run — other work shared the CPU and the disk with the benchmark, so differences "
+                     "between arms are mostly noise.\n")
     lines.append("Produced by `bench/run.sh` (see [bench/README.md](bench/README.md) for the method). "
                  "Every number is the **median of "
                  f"{g.get('reps', '?')} run(s)** of {g.get('duration_s', '?')} s per grid point, arms "
