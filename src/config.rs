@@ -21,11 +21,16 @@ static RETRY_BACKOFF_BASE_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static RETRY_BACKOFF_MAX_MS: GucSetting<i32> = GucSetting::<i32>::new(3_600_000);
 static DEFAULT_MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(5);
 
-fn define_ms(name: &'static CStr, short: &'static CStr, setting: &'static GucSetting<i32>) {
+fn define_ms(
+    name: &'static CStr,
+    short: &'static CStr,
+    long: &'static CStr,
+    setting: &'static GucSetting<i32>,
+) {
     GucRegistry::define_int_guc(
         name,
         short,
-        c"",
+        long,
         setting,
         0,
         i32::MAX,
@@ -38,12 +43,16 @@ pub fn init() {
     define_ms(
         c"sendjobs.default_lease",
         c"Lease a claim gets when sendjobs_claim or sendjobs_heartbeat is called without one.",
+        c"Choose it longer than the slowest send (the default 90 s is three times a 30 s \
+           timeout): a job whose lease expires is claimed again and may be sent twice. \
+           A value without a unit is milliseconds.",
         &DEFAULT_LEASE_MS,
     );
     GucRegistry::define_int_guc(
         c"sendjobs.max_batch",
         c"Largest batch one sendjobs_claim call may take.",
-        c"",
+        c"A larger batch fails with SQLSTATE 22023. Bounds the rows one claim locks and \
+           returns.",
         &MAX_BATCH,
         1,
         1_000_000,
@@ -53,7 +62,8 @@ pub fn init() {
     GucRegistry::define_enum_guc(
         c"sendjobs.guard_action",
         c"What the terminal guard does with a refused transition: skip (WARNING) or error (SQLSTATE 23514).",
-        c"",
+        c"skip leaves the row as it was and lets the statement go on; error fails the \
+           statement, and so a finalize whose business-row stamp is refused.",
         &GUARD_ACTION,
         GucContext::Userset,
         GucFlags::default(),
@@ -61,17 +71,20 @@ pub fn init() {
     define_ms(
         c"sendjobs.retry_backoff_base",
         c"Delay before the first retry when sendjobs_finalize(..., 'retry') gets no retry_at; doubles per attempt.",
+        c"The delay after attempt n is this times 2^(n - 1), capped at \
+           sendjobs.retry_backoff_max; no jitter. A value without a unit is milliseconds.",
         &RETRY_BACKOFF_BASE_MS,
     );
     define_ms(
         c"sendjobs.retry_backoff_max",
         c"Upper bound of the retry backoff.",
+        c"A value without a unit is milliseconds.",
         &RETRY_BACKOFF_MAX_MS,
     );
     GucRegistry::define_int_guc(
         c"sendjobs.default_max_attempts",
         c"max_attempts of a job enqueued without one.",
-        c"",
+        c"A retry finalize of a job that has used its attempts fails the job instead.",
         &DEFAULT_MAX_ATTEMPTS,
         1,
         i32::MAX,

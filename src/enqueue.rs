@@ -8,15 +8,7 @@ use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::TransactionLink;
 use crate::spi_plans::{execute, first_value, plan};
-
-const INSERT_JOB: &str = "
-    INSERT INTO @extschema@.send_jobs
-           (payload, queue, next_attempt_at, transaction_id, idempotency_key, max_attempts)
-    VALUES ($1, $2, $3, $4, $5, $6)
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING id";
-
-const FIND_BY_KEY: &str = "SELECT id FROM @extschema@.send_jobs WHERE idempotency_key = $1";
+use crate::statements::{ENQUEUE, ENQUEUE_FIND_BY_KEY};
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
 /// as it is: nothing is created and nothing about it changes.
@@ -70,7 +62,7 @@ fn enqueue(
         }
         let insert = plan(
             client,
-            INSERT_JOB,
+            &ENQUEUE,
             &[
                 pg_sys::JSONBOID.into(),
                 pg_sys::TEXTOID.into(),
@@ -97,7 +89,7 @@ fn enqueue(
         }
         // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh
         // statement (a fresh snapshot under READ COMMITTED) sees the row.
-        let find = plan(client, FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
+        let find = plan(client, &ENQUEUE_FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
         first_value::<i64>(execute(client, &find, &[idempotency_key.into()])?)?.ok_or_else(|| {
             SendJobsError::Internal(
                 "the job holding this idempotency key is not visible; retry the call".into(),

@@ -12,6 +12,7 @@ use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link;
 use crate::spi_plans::{execute, first_value, plan};
+use crate::statements::{FINALIZE_BATCH, FINALIZE_ONE, HEARTBEAT, JOB_EXISTS};
 
 const APPLIED: &str = "applied";
 const STALE: &str = "stale";
@@ -45,86 +46,6 @@ impl Outcome {
         }
     }
 }
-
-/// One statement for claims `($1[i], $2[i])`, each fenced on its own: the fenced update,
-/// the event of each terminal result, and per claim what the caller and the business-row
-/// stamp need. A retry past max_attempts becomes `failed`. The backoff is
-/// base * 2^(attempts - 1) capped at max, computed in milliseconds (no interval overflow).
-/// `known` is only looked up for claims that did not apply. The macro's arguments are the
-/// parts that differ between a batch and a single claim: the claims' source, the fence,
-/// and the result rows.
-macro_rules! finalize_sql {
-    ($claims:literal, $fence:literal, $results:literal) => {
-        concat!(
-            "
-    WITH ",
-            $claims,
-            "
-    done AS (
-        UPDATE @extschema@.send_jobs AS job
-           SET status = CASE WHEN $3 <> 'retry' THEN $3
-                             WHEN job.attempts < job.max_attempts THEN 'pending'
-                             ELSE 'failed' END,
-               next_attempt_at = CASE
-                   WHEN $3 = 'retry' AND job.attempts < job.max_attempts
-                   THEN coalesce($5, $4 + pg_catalog.make_interval(secs =>
-                            least($7, $6 * pg_catalog.power(2::float8, least(job.attempts - 1, 40))) / 1000.0))
-                   ELSE job.next_attempt_at END,
-               finished_at = CASE WHEN $3 = 'retry' AND job.attempts < job.max_attempts
-                                  THEN NULL ELSE $4 END,
-               lease_expires_at = NULL,
-               last_error = coalesce($8, job.last_error)
-         ",
-            $fence,
-            "
-     RETURNING job.id, job.status, job.transaction_id, job.claim_generation
-    ),
-    event AS (
-        INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at)
-        SELECT id, transaction_id, status, claim_generation, $4
-          FROM done
-         WHERE status IN ('sent', 'failed')
-    )
-    ",
-            $results
-        )
-    };
-}
-
-/// A batch: the claims joined to the table, results in input order.
-pub(crate) const FINALIZE_SQL: &str = finalize_sql!(
-    "claim AS (
-        SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
-                      WITH ORDINALITY AS c(id, generation, ord)
-    ),",
-    "FROM claim
-         WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation",
-    "SELECT claim.id, done.status, done.transaction_id,
-           CASE WHEN done.id IS NOT NULL THEN true
-                ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END
-      FROM claim LEFT JOIN done ON done.id = claim.id
-     ORDER BY claim.ord"
-);
-
-/// A batch of one (every sendjobs_finalize): the same update without the unnest, the
-/// join and the sort, which cost about as much as the update itself for a single row.
-pub(crate) const FINALIZE_ONE_SQL: &str = finalize_sql!(
-    "",
-    "WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
-           AND job.claim_generation = ($2::int8[])[1]",
-    "SELECT ($1::int8[])[1], done.status, done.transaction_id,
-           CASE WHEN done.id IS NOT NULL THEN true
-                ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END
-      FROM (SELECT) AS one LEFT JOIN done ON true"
-);
-
-const HEARTBEAT_SQL: &str = "
-    UPDATE @extschema@.send_jobs
-       SET lease_expires_at = $3 + $4
-     WHERE id = $1 AND status = 'in_flight' AND claim_generation = $2
-    RETURNING id";
-
-const JOB_EXISTS_SQL: &str = "SELECT EXISTS (SELECT FROM @extschema@.send_jobs WHERE id = $1)";
 
 /// Records the outcome of the claim `(id, generation)`: `applied` when that claim is
 /// still the current one of an in_flight job, otherwise `stale` and nothing changes.
@@ -214,10 +135,11 @@ fn finalize(
     Spi::connect_mut(|client| {
         let finalize = plan(
             client,
+            // A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
             if claims.len() == 1 {
-                FINALIZE_ONE_SQL
+                &FINALIZE_ONE
             } else {
-                FINALIZE_SQL
+                &FINALIZE_BATCH
             },
             &[
                 pg_sys::INT8ARRAYOID.into(),
@@ -297,7 +219,7 @@ fn heartbeat(
     Spi::connect_mut(|client| {
         let heartbeat = plan(
             client,
-            HEARTBEAT_SQL,
+            &HEARTBEAT,
             &[
                 pg_sys::INT8OID.into(),
                 pg_sys::INT8OID.into(),
@@ -327,7 +249,7 @@ fn fenced_generation(generation: Option<i64>) -> Result<i64> {
 
 /// A fenced update that matched nothing: `stale` for a job that exists, an error otherwise.
 fn stale_or_unknown(client: &SpiClient<'_>, id: i64) -> Result<&'static str> {
-    let exists = plan(client, JOB_EXISTS_SQL, &[pg_sys::INT8OID.into()])?;
+    let exists = plan(client, &JOB_EXISTS, &[pg_sys::INT8OID.into()])?;
     let found = first_value::<bool>(execute(client, &exists, &[id.into()])?)?;
     match found {
         Some(true) => Ok(STALE),

@@ -16,6 +16,7 @@ use crate::errors::{self, or_raise, required, SendJobsError};
 use crate::spi_plans::extension_schema;
 use crate::spi_plans::first_value;
 use crate::sql_name::SqlName;
+use crate::statements::PRIMARY_KEY_COLUMNS;
 
 const DEFAULT_COLUMN: &str = "status";
 const DEFAULT_TERMINAL: &str = "{success,failed}";
@@ -28,14 +29,18 @@ const TRIGGER_NAME: &str = "zz_sendjobs_guard_terminal";
 
 /// What one guard enforces: terminal values of a column and the transitions allowed out.
 #[derive(Debug, PartialEq, Eq)]
-struct GuardRule {
+pub(crate) struct GuardRule {
     column: String,
     terminal: Vec<String>,
     exits: Vec<(String, String)>,
 }
 
 impl GuardRule {
-    fn new(column: String, terminal: Vec<String>, exits: Vec<String>) -> errors::Result<Self> {
+    pub(crate) fn new(
+        column: String,
+        terminal: Vec<String>,
+        exits: Vec<String>,
+    ) -> errors::Result<Self> {
         if terminal.is_empty() || terminal.iter().any(String::is_empty) {
             return Err(SendJobsError::InvalidArgument(
                 "terminal must list at least one non-empty status".into(),
@@ -62,7 +67,7 @@ impl GuardRule {
     }
 
     /// Whether moving the column from `old` to `new` is refused.
-    fn refuses(&self, old: Option<&str>, new: Option<&str>) -> bool {
+    pub(crate) fn refuses(&self, old: Option<&str>, new: Option<&str>) -> bool {
         let Some(old) = old else { return false };
         if !self.terminal.iter().any(|t| t == old) || Some(old) == new {
             return false;
@@ -279,16 +284,7 @@ fn row_key(trigger: &PgTrigger<'_>) -> String {
     };
     let key_columns = Spi::connect(|client| {
         client
-            .select(
-                "SELECT a.attnum::int4, a.attname::text
-                   FROM pg_catalog.pg_index i
-                   JOIN pg_catalog.pg_attribute a
-                     ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])
-                  WHERE i.indrelid = $1 AND i.indisprimary
-                  ORDER BY pg_catalog.array_position(i.indkey::int2[], a.attnum)",
-                None,
-                &[relid.into()],
-            )?
+            .select(PRIMARY_KEY_COLUMNS.as_str(), None, &[relid.into()])?
             .map(|row| {
                 Ok((
                     row.get::<i32>(1)?.unwrap_or(0),
@@ -318,46 +314,5 @@ fn row_key(trigger: &PgTrigger<'_>) -> String {
             let block = (u32::from(ctid.ip_blkid.bi_hi) << 16) | u32::from(ctid.ip_blkid.bi_lo);
             format!("ctid ({},{})", block, ctid.ip_posid)
         },
-    }
-}
-
-#[cfg(any(test, feature = "pg_test"))]
-pub mod rule_tests {
-    use super::GuardRule;
-
-    fn rule() -> GuardRule {
-        GuardRule::new(
-            "status".into(),
-            vec!["success".into(), "failed".into()],
-            vec!["failed:pending".into()],
-        )
-        .unwrap()
-    }
-
-    pub fn refusals_follow_the_rule() {
-        let rule = rule();
-        assert!(rule.refuses(Some("success"), Some("failed")));
-        assert!(rule.refuses(Some("failed"), Some("success")));
-        assert!(rule.refuses(Some("success"), None));
-        assert!(rule.refuses(Some("success"), Some("pending")));
-        assert!(!rule.refuses(Some("failed"), Some("pending")));
-        assert!(!rule.refuses(Some("success"), Some("success")));
-        assert!(!rule.refuses(Some("pending"), Some("success")));
-        assert!(!rule.refuses(None, Some("failed")));
-    }
-
-    pub fn bad_exits_are_rejected() {
-        for exit in ["failed", "pending:failed", "failed:", "failed:failed"] {
-            assert!(
-                GuardRule::new(
-                    "status".into(),
-                    vec!["success".into(), "failed".into()],
-                    vec![exit.into()]
-                )
-                .is_err(),
-                "{exit} accepted"
-            );
-        }
-        assert!(GuardRule::new("status".into(), vec![], vec![]).is_err());
     }
 }

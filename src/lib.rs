@@ -18,24 +18,22 @@ mod job_state;
 mod link;
 mod spi_plans;
 mod sql_name;
+mod statements;
 
 ::pgrx::pg_module_magic!(name, version);
 
 pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
+pgrx::extension_sql_file!("../sql/comments.sql", name = "comments", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     config::init();
 }
 
-/// Required by `cargo pgrx test`.
 #[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
-mod tests {
-    include!("tests.rs");
-    include!("model_tests.rs");
-}
+mod tests;
 
+/// Required by `cargo pgrx test`.
 #[cfg(test)]
 pub mod pg_test {
     pub fn setup(_options: Vec<&str>) {}

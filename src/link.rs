@@ -9,37 +9,7 @@ use crate::catalog::{column_type, require_table};
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::spi_plans::{execute, extension_schema, plan};
 use crate::sql_name::SqlName;
-
-const SAVE_LINK_SQL: &str = "
-    INSERT INTO @extschema@.sendjobs_transaction_link
-           (tbl, key_column, status_column, on_sent, on_failed)
-    VALUES ($1, $2::name, $3::name, $4, $5)
-    ON CONFLICT (singleton) DO UPDATE
-       SET tbl = EXCLUDED.tbl, key_column = EXCLUDED.key_column,
-           status_column = EXCLUDED.status_column,
-           on_sent = EXCLUDED.on_sent, on_failed = EXCLUDED.on_failed";
-
-/// The stamp statement for the current link, built from the catalog at each use so a
-/// renamed table still works; a dropped or renamed column is reported, not ignored.
-const STAMP_SQL: &str = "
-    SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',
-               link.tbl, link.status_column,
-               pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
-               link.key_column,
-               pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)),
-           link.on_sent,
-           link.on_failed,
-           link.tbl::pg_catalog.text,
-           CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
-                WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END,
-           pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)
-      FROM @extschema@.sendjobs_transaction_link AS link
-      LEFT JOIN pg_catalog.pg_attribute AS status_col
-             ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column
-            AND NOT status_col.attisdropped
-      LEFT JOIN pg_catalog.pg_attribute AS key_col
-             ON key_col.attrelid = link.tbl AND key_col.attname = link.key_column
-            AND NOT key_col.attisdropped";
+use crate::statements::{LINK_CURRENT, LINK_SAVE, LINK_UNLINK};
 
 /// Declares the business table `send_jobs.transaction_id` points at. From now on an
 /// applied `sent` / `failed` finalize sets that row's status to `on_sent` / `on_failed`
@@ -95,7 +65,7 @@ fn link_transactions(
 
         let save = plan(
             client,
-            SAVE_LINK_SQL,
+            &LINK_SAVE,
             &[
                 pg_sys::REGCLASSOID.into(),
                 pg_sys::TEXTOID.into(),
@@ -123,11 +93,7 @@ fn link_transactions(
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_unlink_transactions() {
     or_raise(Spi::connect_mut(|client| {
-        let unlink = plan(
-            client,
-            "DELETE FROM @extschema@.sendjobs_transaction_link",
-            &[],
-        )?;
+        let unlink = plan(client, &LINK_UNLINK, &[])?;
         client.update(&*unlink, None, &[])?;
         Ok(())
     }))
@@ -145,7 +111,7 @@ impl TransactionLink {
     /// The link as declared now, or None when no table is linked. A linked column that
     /// was dropped or renamed since is reported (42703), not silently skipped.
     pub fn current(client: &SpiClient<'_>) -> Result<Option<Self>> {
-        let lookup = plan(client, STAMP_SQL, &[])?;
+        let lookup = plan(client, &LINK_CURRENT, &[])?;
         let link = execute(client, &lookup, &[])?.first();
         if link.is_empty() {
             return Ok(None);

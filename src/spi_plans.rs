@@ -1,6 +1,6 @@
 //! Prepared SPI plans, kept for the life of the backend, one per statement text.
 //!
-//! Statement texts name our objects as `@extschema@.x`, as the files in `sql/` do; the
+//! Statement texts (src/statements.rs) name our objects as `@extschema@.x`, as the DDL in `sql/` does; the
 //! placeholder is replaced by the extension's schema (quoted) before the text is prepared,
 //! so a caller's search_path never decides which table we touch.
 
@@ -14,6 +14,7 @@ use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use pgrx::{FromDatum, IntoDatum};
 
 use crate::errors::{Result, SendJobsError};
+use crate::statements::EXTENSION_SCHEMA;
 
 struct PlanCache {
     /// `send_jobs` of the extension the plans were made for: while this relation exists
@@ -35,15 +36,7 @@ impl PlanCache {
 
     fn load(client: &SpiClient<'_>) -> Result<Self> {
         let row = client
-            .select(
-                "SELECT pg_catalog.quote_ident(n.nspname), c.oid
-                   FROM pg_catalog.pg_extension e
-                   JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-                   JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'send_jobs'
-                  WHERE e.extname = 'sendjobs'",
-                Some(1),
-                &[],
-            )?
+            .select(EXTENSION_SCHEMA.as_str(), Some(1), &[])?
             .first();
         let (schema, send_jobs) = if row.is_empty() {
             (None, None)

@@ -91,6 +91,10 @@ SELECT * FROM sendjobs_claim(1, interval '-1 second');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT * FROM sendjobs_claim(1, interval '1 hour ago');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- A lease is compared as Postgres compares intervals (a day is 24 hours here), so
+-- '1 day -25 hours' is negative too.
+SELECT * FROM sendjobs_claim(1, interval '1 day -25 hours');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 
 -------------------------------------------------------------------------------------
 -- sendjobs_finalize

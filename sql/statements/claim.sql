@@ -1,0 +1,64 @@
+-- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
+-- $1 now (timestamptz), $2 batch (int8), $3 lease (interval), $4 queue (text).
+-- Two variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
+-- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
+--
+-- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
+-- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
+-- (or send_jobs_pending_queue_idx) already in claim order, expired leases from
+-- send_jobs_lease_idx (few rows: only in_flight ones). Each branch stops after $2 rows it
+-- could lock, so a batch of N reads about N index entries whatever the backlog. Postgres
+-- allows no row locks under UNION, hence one CTE per branch; when both branches have
+-- rows, up to $2 rows that lose the merge stay locked (not claimed) until the caller's
+-- transaction ends. Every CTE is MATERIALIZED so the UPDATE touches exactly the rows the
+-- LIMITs picked. An expired row keeps its place by next_attempt_at, so reclaimed work is
+-- not starved behind a pending backlog.
+-- "lease_expires_at IS NOT NULL" is implied by "<= $1" but not redundant: under the
+-- generic plan "<= $1" is costed as a third of the table whatever the statistics say,
+-- while the null test is costed from the share of rows that hold a lease; without it,
+-- statistics taken while few jobs were in flight can make a sequential scan look as
+-- cheap as the lease index (test: the_expired_branch_keeps_to_the_lease_index...).
+WITH pending AS MATERIALIZED (
+    SELECT id, next_attempt_at FROM @extschema@.send_jobs
+     WHERE status = 'pending' AND next_attempt_at <= $1
+--- variant any_queue
+       AND $4::text IS NULL
+--- variant one_queue
+       AND queue = $4
+--- end
+     ORDER BY next_attempt_at, id
+     LIMIT $2
+     FOR UPDATE SKIP LOCKED
+),
+expired AS MATERIALIZED (
+    SELECT id, next_attempt_at FROM @extschema@.send_jobs
+     WHERE status = 'in_flight' AND lease_expires_at <= $1
+       AND lease_expires_at IS NOT NULL
+--- variant any_queue
+       AND $4::text IS NULL
+--- variant one_queue
+       AND queue = $4
+--- end
+     ORDER BY next_attempt_at, id
+     LIMIT $2
+     FOR UPDATE SKIP LOCKED
+),
+picked AS MATERIALIZED (
+    SELECT id, next_attempt_at FROM pending
+    UNION ALL
+    SELECT id, next_attempt_at FROM expired
+    ORDER BY next_attempt_at, id
+    LIMIT $2
+),
+claimed AS (
+    UPDATE @extschema@.send_jobs AS job
+       SET status = 'in_flight',
+           attempts = job.attempts + 1,
+           claimed_at = $1,
+           lease_expires_at = $1 + $3,
+           claim_generation = job.claim_generation + 1
+      FROM picked
+     WHERE job.id = picked.id
+ RETURNING job, job.next_attempt_at, job.id
+)
+SELECT job FROM claimed ORDER BY next_attempt_at, id

@@ -1,0 +1,8 @@
+-- sendjobs_enqueue (src/enqueue.rs): add a job; nothing when its idempotency key is taken.
+-- $1 payload, $2 queue, $3 next_attempt_at, $4 transaction_id, $5 idempotency_key,
+-- $6 max_attempts. The conflict target names the partial index's predicate.
+INSERT INTO @extschema@.send_jobs
+       (payload, queue, next_attempt_at, transaction_id, idempotency_key, max_attempts)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id

@@ -1,0 +1,9 @@
+-- sendjobs_link_transactions (src/link.rs): declare (or replace) the one link.
+-- $1 tbl (regclass), $2 key_column, $3 status_column, $4 on_sent, $5 on_failed.
+INSERT INTO @extschema@.sendjobs_transaction_link
+       (tbl, key_column, status_column, on_sent, on_failed)
+VALUES ($1, $2::name, $3::name, $4, $5)
+ON CONFLICT (singleton) DO UPDATE
+   SET tbl = EXCLUDED.tbl, key_column = EXCLUDED.key_column,
+       status_column = EXCLUDED.status_column,
+       on_sent = EXCLUDED.on_sent, on_failed = EXCLUDED.on_failed

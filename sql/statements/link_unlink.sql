@@ -1,0 +1,2 @@
+-- sendjobs_unlink_transactions (src/link.rs): remove the link.
+DELETE FROM @extschema@.sendjobs_transaction_link

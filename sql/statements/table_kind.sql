@@ -1,0 +1,2 @@
+-- The relkind of relation $1 (src/catalog.rs): only tables ('r', 'p') may be guarded or linked.
+SELECT relkind::text FROM pg_catalog.pg_class WHERE oid = $1

@@ -1,0 +1,70 @@
+//! The statements the functions prepare, read from `sql/statements/` at compile time.
+//!
+//! One file per statement, as a reader would look for it (`claim.sql`, `finalize.sql`,
+//! ...); the benchmark reads the same files (bench/sqlgen.py). A file may hold variants
+//! of its statement: the lines after `--- variant NAME` belong to variant NAME only, up
+//! to the next `--- variant` or `--- end`; every other line belongs to all variants.
+//! Comment lines are dropped, so what the server logs and pg_stat_statements show is the
+//! statement alone. `@extschema@` is left for spi_plans to replace.
+
+use std::sync::LazyLock;
+
+/// A statement's text: its file, or one variant of it.
+macro_rules! statement {
+    ($file:literal) => {
+        LazyLock::new(|| variant(include_str!(concat!("../sql/statements/", $file)), None))
+    };
+    ($file:literal, $variant:literal) => {
+        LazyLock::new(|| {
+            variant(
+                include_str!(concat!("../sql/statements/", $file)),
+                Some($variant),
+            )
+        })
+    };
+}
+
+type Statement = LazyLock<String>;
+
+pub static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
+pub static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
+pub static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
+pub static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
+pub static HEARTBEAT: Statement = statement!("heartbeat.sql");
+pub static JOB_EXISTS: Statement = statement!("job_exists.sql");
+pub static ENQUEUE: Statement = statement!("enqueue.sql");
+pub static ENQUEUE_FIND_BY_KEY: Statement = statement!("enqueue_find_by_key.sql");
+pub static LINK_SAVE: Statement = statement!("link_save.sql");
+pub static LINK_UNLINK: Statement = statement!("link_unlink.sql");
+pub static LINK_CURRENT: Statement = statement!("link_current.sql");
+pub static EXTENSION_SCHEMA: Statement = statement!("extension_schema.sql");
+pub static TABLE_NAME: Statement = statement!("table_name.sql");
+pub static TABLE_KIND: Statement = statement!("table_kind.sql");
+pub static COLUMN_TYPE: Statement = statement!("column_type.sql");
+pub static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
+
+/// The text of `wanted` (None: a file without variants), without comment lines.
+/// Panics when the file does not have that variant: a mistake in this file, which the
+/// first test to run the statement reports.
+pub(crate) fn variant(text: &str, wanted: Option<&str>) -> String {
+    let mut keep = true;
+    let mut found = wanted.is_none();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let code = line.trim_start();
+        if let Some(marker) = code.strip_prefix("--- ") {
+            match marker.trim().strip_prefix("variant ") {
+                Some(name) => {
+                    keep = Some(name.trim()) == wanted;
+                    found |= keep;
+                }
+                None => keep = true, // `--- end`
+            }
+        } else if keep && !code.is_empty() && !code.starts_with("--") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(found, "no variant {wanted:?} in a statement file");
+    out
+}

@@ -1,0 +1,75 @@
+//! In-database tests (`cargo pgrx test`): one file per concern, each a `#[pg_schema] mod
+//! tests` whose `#[pg_test]`s run inside a test PostgreSQL, each in a transaction that is
+//! rolled back. What they keep is what only Rust can see or drive: behaviour step by
+//! step, plan shapes and cost growth, and the model-based test. Every SQLSTATE of bad
+//! input is documented and checked in one place, tests/pg_regress/sql/errors.sql;
+//! races between sessions are tests/isolation.
+
+use pgrx::prelude::*;
+
+mod claim;
+mod enqueue;
+mod finalize;
+mod guard;
+mod job_state;
+mod link;
+mod model;
+mod plans;
+#[cfg(test)]
+mod statements;
+
+fn run(sql: &str) {
+    Spi::run(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+fn one<T: FromDatum + IntoDatum>(sql: &str) -> T {
+    Spi::get_one::<T>(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or_else(|| panic!("{sql}: NULL"))
+}
+
+/// The SQLSTATE `sql` fails with ("00000" when it succeeds), run in a subtransaction.
+fn sqlstate_of(sql: &str) -> String {
+    run(
+        "CREATE OR REPLACE FUNCTION pg_temp.sqlstate_of(statement text) RETURNS text
+         LANGUAGE plpgsql AS $$
+         BEGIN EXECUTE statement; RETURN '00000';
+         EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END $$",
+    );
+    Spi::get_one_with_args::<String>("SELECT pg_temp.sqlstate_of($1)", &[sql.into()])
+        .unwrap()
+        .unwrap()
+}
+
+/// Everything the extension owns plus the business table, as one comparable text.
+fn state() -> String {
+    one::<String>(
+        "SELECT concat_ws(' | ',
+            (SELECT string_agg(j::text, ';' ORDER BY id) FROM send_jobs j),
+            (SELECT string_agg(e::text, ';' ORDER BY id) FROM send_job_events e),
+            (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l),
+            (SELECT string_agg(t::text, ';' ORDER BY id) FROM txn t),
+            (SELECT string_agg(tgname || ':' || pg_get_triggerdef(oid), ';' ORDER BY tgname)
+               FROM pg_trigger WHERE NOT tgisinternal), '')",
+    )
+}
+
+fn business_table() {
+    run(
+        "CREATE TABLE txn (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
+         INSERT INTO txn (id) SELECT 't' || g FROM generate_series(1, 5) g;",
+    );
+}
+
+/// Claims one job with `lease` and returns (id, claim_generation).
+fn claim_one(lease: &str) -> (i64, i64) {
+    let (id, generation) = Spi::get_two::<i64, i64>(&format!(
+        "SELECT id, claim_generation FROM sendjobs_claim(1, '{lease}')"
+    ))
+    .unwrap();
+    (id.expect("a job was claimed"), generation.unwrap())
+}
+
+fn state_without_txn() -> String {
+    one::<String>("SELECT coalesce(string_agg(j::text, ';' ORDER BY id), '') FROM send_jobs j")
+}

@@ -1,0 +1,608 @@
+//! Model-based randomized test: random operation sequences from simulated workers run
+//! against the real extension and against a reference model in plain Rust; the full
+//! observable state (jobs, events, guarded business rows) and every call's result are
+//! compared after every step. proptest shrinks a failure to a minimal sequence.
+//!
+//! Time is controlled, not waited for: due times are fixed instants in the year 2000
+//! (a "tick" is one second after 2000-01-01), "future" is any instant after now, and a
+//! lease is either zero (expired at once) or an hour, which `Expire` backdates.
+//!
+//! Each case runs in a subtransaction that is always rolled back, so every case starts
+//! from empty tables inside the one transaction of the #[pg_test].
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    use std::collections::HashMap;
+    use std::panic::AssertUnwindSafe;
+
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    enum Due {
+        Tick(u32),
+        Future,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum GenerationChoice {
+        Current,
+        Older(i64),
+        Newer,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum RetryAt {
+        Backoff,
+        At(Due),
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Enqueue {
+            due: Due,
+            linked: bool,
+            key: Option<u8>,
+            max_attempts: i32,
+        },
+        Claim {
+            batch: i32,
+            zero_lease: bool,
+        },
+        Finalize {
+            job: usize,
+            generation: GenerationChoice,
+            outcome: &'static str,
+            retry_at: RetryAt,
+        },
+        FinalizeBatch {
+            jobs: Vec<(usize, GenerationChoice)>,
+            outcome: &'static str,
+        },
+        Heartbeat {
+            job: usize,
+            generation: GenerationChoice,
+            zero_lease: bool,
+        },
+        Expire {
+            job: usize,
+        },
+        MakeDue {
+            job: usize,
+            tick: u32,
+        },
+        SetBusiness {
+            job: usize,
+            status: &'static str,
+        },
+    }
+
+    fn due() -> impl Strategy<Value = Due> {
+        prop_oneof![3 => (0u32..20).prop_map(Due::Tick), 1 => Just(Due::Future)]
+    }
+
+    fn generation_choice() -> impl Strategy<Value = GenerationChoice> {
+        prop_oneof![
+            4 => Just(GenerationChoice::Current),
+            2 => (1i64..3).prop_map(GenerationChoice::Older),
+            1 => Just(GenerationChoice::Newer),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (due(), any::<bool>(), proptest::option::weighted(0.3, 0u8..3), 1i32..4)
+                .prop_map(|(due, linked, key, max_attempts)| Op::Enqueue { due, linked, key, max_attempts }),
+            4 => (1i32..4, any::<bool>()).prop_map(|(batch, zero_lease)| Op::Claim { batch, zero_lease }),
+            5 => (
+                any::<usize>(),
+                generation_choice(),
+                prop_oneof![Just("sent"), Just("failed"), Just("retry")],
+                prop_oneof![Just(RetryAt::Backoff), due().prop_map(RetryAt::At)],
+            )
+                .prop_map(|(job, generation, outcome, retry_at)| Op::Finalize { job, generation, outcome, retry_at }),
+            2 => (
+                proptest::collection::vec((any::<usize>(), generation_choice()), 1..4),
+                prop_oneof![Just("sent"), Just("failed"), Just("retry")],
+            )
+                .prop_map(|(jobs, outcome)| Op::FinalizeBatch { jobs, outcome }),
+            2 => (any::<usize>(), generation_choice(), any::<bool>())
+                .prop_map(|(job, generation, zero_lease)| Op::Heartbeat { job, generation, zero_lease }),
+            2 => any::<usize>().prop_map(|job| Op::Expire { job }),
+            1 => (any::<usize>(), 0u32..20).prop_map(|(job, tick)| Op::MakeDue { job, tick }),
+            2 => (any::<usize>(), prop_oneof![Just("pending"), Just("success"), Just("failed")])
+                .prop_map(|(job, status)| Op::SetBusiness { job, status }),
+        ]
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct Job {
+        id: i64,
+        status: &'static str,
+        attempts: i32,
+        max_attempts: i32,
+        generation: i64,
+        due: Due,
+        lease_expired: bool,
+        transaction: Option<String>,
+        event: Option<(&'static str, i64)>,
+    }
+
+    #[derive(Default, Debug)]
+    struct Model {
+        jobs: Vec<Job>,
+        keys: HashMap<u8, i64>,
+        business: HashMap<String, &'static str>,
+    }
+
+    fn is_terminal(status: &str) -> bool {
+        status == "success" || status == "failed"
+    }
+
+    impl Model {
+        fn job_mut(&mut self, id: i64) -> &mut Job {
+            self.jobs
+                .iter_mut()
+                .find(|job| job.id == id)
+                .expect("known job")
+        }
+
+        /// The default guard: terminal values are absorbing, failed -> pending is the exit.
+        fn guarded_update(&mut self, transaction: &str, status: &'static str) {
+            if let Some(current) = self.business.get_mut(transaction) {
+                let refused = is_terminal(current)
+                    && *current != status
+                    && !(*current == "failed" && status == "pending");
+                if !refused {
+                    *current = status;
+                }
+            }
+        }
+
+        fn claim(&mut self, batch: i32, zero_lease: bool) -> Vec<(i64, i64)> {
+            let mut eligible: Vec<(Due, i64)> = self
+                .jobs
+                .iter()
+                .filter(|job| {
+                    matches!(job.due, Due::Tick(_))
+                        && (job.status == "pending"
+                            || (job.status == "in_flight" && job.lease_expired))
+                })
+                .map(|job| (job.due, job.id))
+                .collect();
+            eligible.sort();
+            eligible
+                .into_iter()
+                .take(batch as usize)
+                .map(|(_, id)| {
+                    let job = self.job_mut(id);
+                    job.status = "in_flight";
+                    job.attempts += 1;
+                    job.generation += 1;
+                    job.lease_expired = zero_lease;
+                    (id, job.generation)
+                })
+                .collect()
+        }
+
+        fn finalize(
+            &mut self,
+            id: i64,
+            generation: i64,
+            outcome: &'static str,
+            retry_at: RetryAt,
+        ) -> &'static str {
+            let job = self.job_mut(id);
+            if job.status != "in_flight" || job.generation != generation {
+                return "stale";
+            }
+            job.lease_expired = false;
+            let status = match outcome {
+                "retry" if job.attempts < job.max_attempts => "pending",
+                "retry" => "failed",
+                terminal => terminal,
+            };
+            job.status = status;
+            if status == "pending" {
+                job.due = match retry_at {
+                    RetryAt::Backoff => Due::Future,
+                    RetryAt::At(due) => due,
+                };
+                return "applied";
+            }
+            job.event = Some((status, job.generation));
+            if let Some(transaction) = job.transaction.clone() {
+                self.guarded_update(
+                    &transaction,
+                    if status == "sent" {
+                        "success"
+                    } else {
+                        "failed"
+                    },
+                );
+            }
+            "applied"
+        }
+    }
+
+    const EPOCH: &str = "timestamptz '2000-01-01 00:00:00+00'";
+
+    fn due_sql(due: Due) -> String {
+        match due {
+            Due::Tick(tick) => format!("{EPOCH} + interval '{tick} seconds'"),
+            Due::Future => "clock_timestamp() + interval '1 day'".into(),
+        }
+    }
+
+    fn generation_of(job: &Job, choice: GenerationChoice) -> i64 {
+        match choice {
+            GenerationChoice::Current => job.generation,
+            GenerationChoice::Older(k) => (job.generation - k).max(0),
+            GenerationChoice::Newer => job.generation + 1,
+        }
+    }
+
+    fn sut_one<T: FromDatum + IntoDatum>(sql: &str) -> T {
+        Spi::get_one::<T>(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap_or_else(|| panic!("{sql}: NULL"))
+    }
+
+    /// The extension's observable state, in the model's terms.
+    fn observed() -> (Vec<Job>, HashMap<String, &'static str>) {
+        fn status(text: &str) -> &'static str {
+            [
+                "pending",
+                "in_flight",
+                "sent",
+                "failed",
+                "success",
+                "cancelled",
+            ]
+            .into_iter()
+            .find(|s| *s == text)
+            .unwrap_or("?")
+        }
+        let jobs = Spi::connect(|client| {
+            client
+                .select(
+                    &format!(
+                        "SELECT j.id, j.status, j.attempts, j.max_attempts, j.claim_generation,
+                                CASE WHEN j.next_attempt_at <= clock_timestamp()
+                                     THEN extract(epoch FROM j.next_attempt_at - {EPOCH})::int8 END,
+                                coalesce(j.lease_expires_at <= clock_timestamp(), false),
+                                j.transaction_id, e.kind, e.claim_generation,
+                                (SELECT count(*) FROM send_job_events x WHERE x.job_id = j.id)
+                           FROM send_jobs j LEFT JOIN send_job_events e ON e.job_id = j.id
+                          ORDER BY j.id"
+                    ),
+                    None,
+                    &[],
+                )
+                .unwrap()
+                .map(|row| {
+                    let events = row.get::<i64>(11).unwrap().unwrap();
+                    assert!(
+                        events <= 1,
+                        "job {:?} has {events} events",
+                        row.get::<i64>(1)
+                    );
+                    let kind = row.get::<String>(9).unwrap();
+                    Job {
+                        id: row.get::<i64>(1).unwrap().unwrap(),
+                        status: status(&row.get::<String>(2).unwrap().unwrap()),
+                        attempts: row.get::<i32>(3).unwrap().unwrap(),
+                        max_attempts: row.get::<i32>(4).unwrap().unwrap(),
+                        generation: row.get::<i64>(5).unwrap().unwrap(),
+                        due: row
+                            .get::<i64>(6)
+                            .unwrap()
+                            .map_or(Due::Future, |tick| Due::Tick(tick as u32)),
+                        lease_expired: row.get::<bool>(7).unwrap().unwrap(),
+                        transaction: row.get::<String>(8).unwrap(),
+                        event: kind
+                            .map(|kind| (status(&kind), row.get::<i64>(10).unwrap().unwrap())),
+                    }
+                })
+                .collect::<Vec<_>>()
+        });
+        let business = Spi::connect(|client| {
+            client
+                .select("SELECT id, status FROM model_txn", None, &[])
+                .unwrap()
+                .map(|row| {
+                    (
+                        row.get::<String>(1).unwrap().unwrap(),
+                        status(&row.get::<String>(2).unwrap().unwrap()),
+                    )
+                })
+                .collect::<HashMap<_, _>>()
+        });
+        (jobs, business)
+    }
+
+    /// Runs one operation against both sides; Err describes the first divergence.
+    fn step(model: &mut Model, op: &Op, index: usize) -> Result<(), String> {
+        let pick = |job: usize| -> Option<Job> {
+            (!model.jobs.is_empty()).then(|| model.jobs[job % model.jobs.len()].clone())
+        };
+        match *op {
+            Op::Enqueue {
+                due,
+                linked,
+                key,
+                max_attempts,
+            } => {
+                let transaction = linked.then(|| format!("t{index}"));
+                if let Some(transaction) = &transaction {
+                    Spi::run(&format!(
+                        "INSERT INTO model_txn VALUES ('{transaction}', 'pending')"
+                    ))
+                    .unwrap();
+                    model.business.insert(transaction.clone(), "pending");
+                }
+                let id = sut_one::<i64>(&format!(
+                    "SELECT sendjobs_enqueue('{{}}', run_at => {}, transaction_id => {}, idempotency_key => {},
+                                             max_attempts => {max_attempts})",
+                    due_sql(due),
+                    transaction.as_ref().map_or("NULL".into(), |t| format!("'{t}'")),
+                    key.map_or("NULL".into(), |k| format!("'key-{k}'")),
+                ));
+                match key.and_then(|k| model.keys.get(&k)) {
+                    Some(&existing) if existing != id => {
+                        return Err(format!("idempotent enqueue gave {id}, want {existing}"))
+                    }
+                    Some(_) => {}
+                    None => {
+                        if let Some(k) = key {
+                            model.keys.insert(k, id);
+                        }
+                        model.jobs.push(Job {
+                            id,
+                            status: "pending",
+                            attempts: 0,
+                            max_attempts,
+                            generation: 0,
+                            due,
+                            lease_expired: false,
+                            transaction,
+                            event: None,
+                        });
+                    }
+                }
+            }
+            Op::Claim { batch, zero_lease } => {
+                let lease = if zero_lease { "0 seconds" } else { "1 hour" };
+                let got = Spi::connect(|client| {
+                    client
+                        .select(&format!("SELECT id, claim_generation FROM sendjobs_claim({batch}, '{lease}')"), None, &[])
+                        .unwrap()
+                        .map(|row| (row.get::<i64>(1).unwrap().unwrap(), row.get::<i64>(2).unwrap().unwrap()))
+                        .collect::<Vec<_>>()
+                });
+                let want = model.claim(batch, zero_lease);
+                if got != want {
+                    return Err(format!("claim returned {got:?}, model {want:?}"));
+                }
+            }
+            Op::Finalize {
+                job,
+                generation,
+                outcome,
+                retry_at,
+            } => {
+                let Some(job) = pick(job) else { return Ok(()) };
+                let generation = generation_of(&job, generation);
+                let retry_sql = match (outcome, retry_at) {
+                    ("retry", RetryAt::At(due)) => due_sql(due),
+                    _ => "NULL".into(),
+                };
+                let got = sut_one::<String>(&format!(
+                    "SELECT sendjobs_finalize({}, {generation}, '{outcome}', retry_at => {retry_sql})",
+                    job.id
+                ));
+                let retry_at = if outcome == "retry" {
+                    retry_at
+                } else {
+                    RetryAt::Backoff
+                };
+                let want = model.finalize(job.id, generation, outcome, retry_at);
+                if got != want {
+                    return Err(format!(
+                        "finalize({}, {generation}, {outcome}) = {got}, model {want}",
+                        job.id
+                    ));
+                }
+            }
+            Op::FinalizeBatch { ref jobs, outcome } => {
+                let mut claims: Vec<(i64, i64)> = Vec::new();
+                for &(job, generation) in jobs {
+                    let Some(job) = pick(job) else { return Ok(()) };
+                    if claims.iter().all(|(id, _)| *id != job.id) {
+                        claims.push((job.id, generation_of(&job, generation)));
+                    }
+                }
+                let (ids, generations): (Vec<String>, Vec<String>) = claims
+                    .iter()
+                    .map(|(id, generation)| (id.to_string(), generation.to_string()))
+                    .unzip();
+                let got = Spi::connect(|client| {
+                    client
+                        .select(
+                            &format!(
+                                "SELECT id, result FROM sendjobs_finalize_batch('{{{}}}', '{{{}}}', '{outcome}')",
+                                ids.join(","),
+                                generations.join(",")
+                            ),
+                            None,
+                            &[],
+                        )
+                        .unwrap()
+                        .map(|row| (row.get::<i64>(1).unwrap().unwrap(), row.get::<String>(2).unwrap().unwrap()))
+                        .collect::<Vec<_>>()
+                });
+                let want: Vec<(i64, String)> = claims
+                    .iter()
+                    .map(|&(id, generation)| {
+                        (
+                            id,
+                            model
+                                .finalize(id, generation, outcome, RetryAt::Backoff)
+                                .to_string(),
+                        )
+                    })
+                    .collect();
+                if got != want {
+                    return Err(format!(
+                        "finalize_batch({claims:?}, {outcome}) = {got:?}, model {want:?}"
+                    ));
+                }
+            }
+            Op::Heartbeat {
+                job,
+                generation,
+                zero_lease,
+            } => {
+                let Some(job) = pick(job) else { return Ok(()) };
+                let generation = generation_of(&job, generation);
+                let lease = if zero_lease { "0 seconds" } else { "1 hour" };
+                let got = sut_one::<String>(&format!(
+                    "SELECT sendjobs_heartbeat({}, {generation}, '{lease}')",
+                    job.id
+                ));
+                let current = model.job_mut(job.id);
+                let want = if current.status == "in_flight" && current.generation == generation {
+                    current.lease_expired = zero_lease;
+                    "applied"
+                } else {
+                    "stale"
+                };
+                if got != want {
+                    return Err(format!(
+                        "heartbeat({}, {generation}) = {got}, model {want}",
+                        job.id
+                    ));
+                }
+            }
+            Op::Expire { job } => {
+                let Some(job) = pick(job) else { return Ok(()) };
+                Spi::run(&format!(
+                    "UPDATE send_jobs SET lease_expires_at = lease_expires_at - interval '2 hours'
+                      WHERE id = {} AND status = 'in_flight'",
+                    job.id
+                ))
+                .unwrap();
+                let current = model.job_mut(job.id);
+                if current.status == "in_flight" {
+                    current.lease_expired = true;
+                }
+            }
+            Op::MakeDue { job, tick } => {
+                let Some(job) = pick(job) else { return Ok(()) };
+                Spi::run(&format!(
+                    "UPDATE send_jobs SET next_attempt_at = {} WHERE id = {} AND status = 'pending'",
+                    due_sql(Due::Tick(tick)),
+                    job.id
+                ))
+                .unwrap();
+                let current = model.job_mut(job.id);
+                if current.status == "pending" {
+                    current.due = Due::Tick(tick);
+                }
+            }
+            Op::SetBusiness { job, status } => {
+                let Some(transaction) = pick(job).and_then(|job| job.transaction) else {
+                    return Ok(());
+                };
+                Spi::run(&format!(
+                    "UPDATE model_txn SET status = '{status}' WHERE id = '{transaction}'"
+                ))
+                .unwrap();
+                model.guarded_update(&transaction, status);
+            }
+        }
+        let (jobs, business) = observed();
+        if jobs != model.jobs {
+            return Err(format!(
+                "jobs differ\n  extension: {jobs:?}\n  model:     {:?}",
+                model.jobs
+            ));
+        }
+        if business != model.business {
+            return Err(format!(
+                "business rows differ\n  extension: {business:?}\n  model:     {:?}",
+                model.business
+            ));
+        }
+        Ok(())
+    }
+
+    fn run_case(ops: &[Op]) -> Result<(), String> {
+        let mut model = Model::default();
+        for (index, op) in ops.iter().enumerate() {
+            step(&mut model, op, index)
+                .map_err(|divergence| format!("step {index} {op:?}: {divergence}"))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` in a subtransaction that is then rolled back, whatever happened inside.
+    fn rolled_back<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+        // SAFETY: the pattern PL/pgSQL uses for exception blocks: remember the memory
+        // context and resource owner, begin, run, roll back, restore both.
+        unsafe {
+            let context = pg_sys::CurrentMemoryContext;
+            let owner = pg_sys::CurrentResourceOwner;
+            pg_sys::BeginInternalSubTransaction(std::ptr::null());
+            pg_sys::MemoryContextSwitchTo(context);
+            let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::CurrentResourceOwner = owner;
+            result
+        }
+    }
+
+    fn model_cases() -> u32 {
+        std::env::var("SENDJOBS_MODEL_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000)
+    }
+
+    #[pg_test]
+    fn the_extension_matches_the_reference_model() {
+        Spi::run(
+            "CREATE TABLE model_txn (id text PRIMARY KEY, status text NOT NULL);
+             SELECT sendjobs_guard_terminal('model_txn');
+             SELECT sendjobs_link_transactions('model_txn');
+             SET LOCAL client_min_messages = error;",
+        )
+        .unwrap();
+        let mut runner = TestRunner::new(Config {
+            cases: model_cases(),
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let result = runner.run(
+            &proptest::collection::vec(op(), 1..40),
+            |ops| match rolled_back(|| run_case(&ops)) {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(divergence)) => Err(TestCaseError::fail(divergence)),
+                Err(panic) => Err(TestCaseError::fail(format!(
+                    "error: {}",
+                    panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "a Postgres error".into())
+                ))),
+            },
+        );
+        if let Err(failure) = result {
+            panic!("the extension diverged from the model (minimal sequence below):\n{failure}");
+        }
+    }
+}

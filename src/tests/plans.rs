@@ -1,0 +1,132 @@
+//! What only the plans show: the claim's and the finalize's cost does not grow with
+//! the backlog or the jobs in flight, under custom and generic plans (EXPLAIN ANALYZE).
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    use crate::tests::{one, run};
+
+    /// Rows an index scan node (and its children) returned, summed over the plan.
+    fn index_rows_read(plan: &serde_json::Value) -> i64 {
+        let own = match plan["Node Type"].as_str() {
+            Some("Index Scan" | "Index Only Scan" | "Bitmap Index Scan") => {
+                plan["Actual Rows"].as_i64().unwrap_or(0)
+            }
+            _ => 0,
+        };
+        own + plan["Plans"]
+            .as_array()
+            .map_or(0, |children| children.iter().map(index_rows_read).sum())
+    }
+
+    fn any_sort(plan: &serde_json::Value) -> bool {
+        plan["Node Type"] == "Sort" && plan["Actual Rows"].as_i64().unwrap_or(0) > 50
+            || plan["Plans"]
+                .as_array()
+                .is_some_and(|children| children.iter().any(any_sort))
+    }
+
+    /// The claim's cost must not grow with the backlog: with 1,000,000 due rows a batch of
+    /// 10 reads about 10 index entries, under custom and generic plans alike.
+    #[pg_test]
+    fn claim_cost_does_not_grow_with_the_backlog() {
+        run("INSERT INTO send_jobs (payload, next_attempt_at)
+             SELECT '{}', now() - interval '1 day' + g * interval '1 ms' FROM generate_series(1, 1000000) g;
+             ANALYZE send_jobs;");
+        let schema_sql = crate::statements::CLAIM_ANY_QUEUE.replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"
+        ));
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            run(&format!("SET LOCAL plan_cache_mode = {mode}"));
+            let explain = one::<pgrx::Json>(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', NULL)",
+            );
+            let plan = &explain.0[0]["Plan"];
+            let read = index_rows_read(plan);
+            assert!(
+                read <= 20,
+                "{mode}: the claim read {read} index entries: {plan}"
+            );
+            assert!(
+                !any_sort(plan),
+                "{mode}: the claim sorted the backlog: {plan}"
+            );
+        }
+    }
+
+    fn any_seq_scan(plan: &serde_json::Value) -> bool {
+        plan["Node Type"] == "Seq Scan"
+            || plan["Plans"]
+                .as_array()
+                .is_some_and(|children| children.iter().any(any_seq_scan))
+    }
+
+    /// Statistics gathered while nothing was in flight (the usual case after a VACUUM
+    /// ANALYZE of a queue at rest) must not turn the generic claim plan's expired-lease branch
+    /// into a scan of the whole table: wide rows make a sequential scan look as cheap as the
+    /// lease index when the planner does not know how many rows have a lease.
+    #[pg_test]
+    fn the_expired_branch_keeps_to_the_lease_index_under_a_generic_plan() {
+        run("INSERT INTO send_jobs (payload, next_attempt_at)
+             SELECT jsonb_build_object('pad', repeat('x', 1500)), now() - interval '1 day' + g * interval '1 ms'
+               FROM generate_series(1, 10000) g;
+             ANALYZE send_jobs;");
+        let schema_sql = crate::statements::CLAIM_ANY_QUEUE.replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"
+        ));
+        run("SET LOCAL plan_cache_mode = force_generic_plan");
+        let explain = one::<pgrx::Json>(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_probe(clock_timestamp(), 1, '1 minute', NULL)",
+        );
+        let plan = &explain.0[0]["Plan"];
+        assert!(
+            !any_seq_scan(plan),
+            "the claim scanned the whole table: {plan}"
+        );
+        assert!(
+            plan.to_string()
+                .contains("\"Index Name\":\"send_jobs_lease_idx\""),
+            "the expired-lease branch does not use the lease index: {plan}"
+        );
+    }
+
+    /// A finalize probes the primary key, also under its generic plan and with statistics
+    /// that know nothing of the jobs in flight: its cost must not grow with them.
+    #[pg_test]
+    fn finalize_cost_does_not_grow_with_the_jobs_in_flight() {
+        run("INSERT INTO send_jobs (payload, next_attempt_at)
+             SELECT '{}', now() - interval '1 day' FROM generate_series(1, 20000);
+             ANALYZE send_jobs;
+             SELECT count(*) FROM sendjobs_claim(1000, '1 hour');");
+        run("SET LOCAL plan_cache_mode = force_generic_plan");
+        let statements = [
+            ("batch", crate::statements::FINALIZE_BATCH.as_str()),
+            ("one", crate::statements::FINALIZE_ONE.as_str()),
+        ];
+        for (name, sql) in statements {
+            let (id, generation) = Spi::get_two::<i64, i64>(
+                "SELECT id, claim_generation FROM send_jobs WHERE status = 'in_flight' ORDER BY id LIMIT 1",
+            )
+            .unwrap();
+            let sql = sql.replace("@extschema@", "public");
+            run(&format!(
+                "PREPARE finalize_{name}(int8[], int8[], text, timestamptz, timestamptz, float8, float8, text) AS {sql}"
+            ));
+            let explain = one::<pgrx::Json>(&format!(
+                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE finalize_{name}(ARRAY[{}], ARRAY[{}], 'sent',
+                         clock_timestamp(), NULL, 1000, 1000, NULL)",
+                id.unwrap(),
+                generation.unwrap()
+            ));
+            let plan = &explain.0[0]["Plan"];
+            let read = index_rows_read(plan);
+            assert!(
+                read <= 5,
+                "{name}: the finalize read {read} index entries with 1000 jobs in flight: {plan}"
+            );
+        }
+    }
+}
