@@ -1,6 +1,7 @@
-# Shell helpers shared by the scripts that run a throwaway PostgreSQL cluster
-# (scripts/demo.sh, soak.sh, test-sql.sh, bench/run.sh). Source it from the repository
-# root: `source scripts/lib.sh`. Each caller writes its own cleanup function; these only
+# Shell helpers shared by the shell scripts that install the extension or run a
+# throwaway PostgreSQL cluster themselves (scripts/, tests/upgrade/, bench/run.sh; the
+# Python ones use tests/cluster.py). Source it from the repository root:
+# `source scripts/lib.sh`. Each caller writes its own cleanup function; these only
 # cover what every one of them needs the same way.
 
 PGBIN=/usr/lib/postgresql/15/bin
@@ -43,17 +44,36 @@ as_owner() {
   fi
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on right now.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 # apt packages and cargo-pgrx (scripts/setup.sh), then the extension built with the
-# release profile and installed into the system PostgreSQL 15.
+# release profile and installed into the system PostgreSQL 15 (by renames: see
+# install_package).
 install_extension() {
   bash scripts/setup.sh
+  rm -rf target/release-package
+  package_extension target/release-package release
+  install_package target/release-package
+}
+
+# Builds the extension into a package folder (cargo pgrx package): the files of
+# `cargo pgrx install`, under OUTDIR/usr/..., without installing them. PROFILE: debug or
+# release.
+package_extension() {
+  local outdir=$1 profile=$2 flags=()
+  [ "$profile" = debug ] && flags=(--debug)
   export PATH="$HOME/.cargo/bin:$PATH"
-  local sudo_flag=()
-  is_root || sudo_flag=(--sudo)
-  cargo pgrx install --release "${sudo_flag[@]}" --pg-config "$PG_CONFIG"
+  cargo pgrx package "${flags[@]}" --pg-config "$PG_CONFIG" --out-dir "$outdir" >/dev/null
+}
+
+# Installs a package folder into the system PostgreSQL 15, each file by a rename: a
+# server that has the old library loaded keeps running it (overwriting a loaded .so in
+# place crashes those backends), and new backends load the new one.
+install_package() {
+  local pkg=$1 file dest mode
+  while IFS= read -r file; do
+    dest=${file#"$pkg"}
+    mode=644
+    [[ $dest == *.so ]] && mode=755
+    as_root install -D -m "$mode" "$file" "$dest.sendjobs-new"
+    as_root mv -f "$dest.sendjobs-new" "$dest"
+  done < <(find "$pkg" -type f)
 }

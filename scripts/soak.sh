@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The sendjobs chaos soak, end to end: build and install the extension into the system
-# PostgreSQL 15 (like demo.sh), then run scripts/soak.py in a fresh folder under /tmp, where
-# it makes its own cluster(s), injects faults (backend terminations during claim, send and
+# PostgreSQL 15 (like demo.sh), then run the soak (the package tests/soak/, as
+# `python3 -m soak.soak`) in a fresh folder under /tmp, where it makes its own cluster(s)
+# with tests/cluster.py, injects faults (backend terminations during claim, send and
 # finalize; worker kills and pauses; `pg_ctl -m immediate` crashes; or a failover to a
 # synchronous standby) and checks every invariant of CONTRACT.md at the end. Every
-# cluster is stopped and the folder removed, pass or fail. Exits with soak.py's code
+# cluster is stopped and the folder removed, pass or fail. Exits with the soak's code
 # (0 = every invariant held, 1 = violations, 2 = did not finish / missed its targets).
 #
 #   bash scripts/soak.sh --short            about a minute; part of the test command
@@ -13,7 +14,7 @@
 #   bash scripts/soak.sh --break VARIANT    a deliberately broken variant (must fail)
 #   bash scripts/soak.sh --prove-checker    every broken variant; passes if each one is caught
 #
-# Options: any of scripts/soak.py (--help), plus
+# Options: any of the soak's (bash scripts/soak.sh --help), plus
 #   --result-file FILE        also write the output to FILE, headed by date, command, machine
 # Environment:
 #   SENDJOBS_SKIP_INSTALL=1   use the extension already installed (no setup.sh, no cargo)
@@ -23,6 +24,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 PYTHON=/usr/bin/python3 # Debian's python: it sees the apt package python3-psycopg2
+export PYTHONPATH="$PWD/tests" # the package soak/ and cluster.py
 
 log() { printf '== soak.sh: %s\n' "$*"; }
 
@@ -54,7 +56,7 @@ cleanup() {
   local rc=$?
   set +e
   if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM "$child" 2>/dev/null   # soak.py stops its clusters itself ...
+    kill -TERM "$child" 2>/dev/null   # the soak stops its clusters itself ...
     wait "$child" 2>/dev/null
   fi
   # ... and whatever is still running under $WORK is stopped here.
@@ -66,14 +68,14 @@ cleanup() {
 }
 cleanup_on_exit cleanup
 
-cmd=("$PYTHON" -u scripts/soak.py --workdir "$WORK" "${args[@]}")
-log "running scripts/soak.py ${args[*]}"
+cmd=("$PYTHON" -B -u -m soak.soak --workdir "$WORK" "${args[@]}")
+log "running python3 -m soak.soak ${args[*]}"
 set +e
 if [ -n "$result_file" ]; then
   {
     echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "command:  ${SENDJOBS_SKIP_INSTALL:+SENDJOBS_SKIP_INSTALL=$SENDJOBS_SKIP_INSTALL }bash scripts/soak.sh ${args[*]}"
-    echo "git rev:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git status --porcelain -- scripts 2>/dev/null)" ] && echo " (+ uncommitted changes in scripts/)")"
+    echo "git rev:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git status --porcelain -- scripts tests/soak tests/cluster.py 2>/dev/null)" ] && echo " (+ uncommitted changes in scripts/ or tests/)")"
     echo "machine:  nproc = $(nproc); $(uname -srm)"
     free -h | sed 's/^/          /'
     echo

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# The SQL-level test suites of sendjobs, each against its own throwaway PostgreSQL 15
-# instance:
-#   - pg_regress            test/sql/*.sql     -> test/expected/<name>.out
-#   - pg_isolation_regress  test/specs/*.spec  -> test/expected/<name>.out
-# The extension must already be installed into the system PostgreSQL 15 (the caller
-# installs it, e.g. with `cargo pgrx install`). Everything runs in a fresh temporary
-# directory that is removed at the end, pass or fail; no server is left running.
-# Exits non-zero when any test fails (regression.diffs is printed).
+# The SQL-level test suites of sendjobs, against a throwaway cluster (tests/cluster.py):
+#   - pg_regress            tests/pg_regress/sql/*.sql   -> tests/pg_regress/expected/*.out
+#   - pg_isolation_regress  tests/isolation/specs/*.spec -> tests/isolation/expected/*.out
+# The extension must already be installed into the system PostgreSQL 15 (scripts/test.sh
+# installs it). Exits non-zero when any test fails (regression.diffs is printed);
+# SENDJOBS_SQLTEST_RESULTS=DIR keeps the actual output of failing tests, to review and bless.
 #
-#   bash scripts/test-sql.sh
+#   bash scripts/test-sql.sh [LABEL]     LABEL names the run in its closing line
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
+
+# Without a cluster: start one, and run this script again inside it.
+if [ -z "${SENDJOBS_CLUSTER_DIR:-}" ]; then
+  exec /usr/bin/python3 tests/cluster.py run --name sendjobs-sqltest -- bash "$0" "$@"
+fi
+label=${1:-sql}
 
 PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
 PG_REGRESS="$PGXS_TEST/regress/pg_regress"
@@ -20,9 +24,9 @@ PG_ISOLATION_REGRESS="$PGXS_TEST/isolation/pg_isolation_regress"
 
 log() { printf '== test-sql.sh: %s\n' "$*"; }
 
-for tool in "$PG_REGRESS" "$PG_ISOLATION_REGRESS" "$PGBIN/postgres" "$PGBIN/psql"; do
+for tool in "$PG_REGRESS" "$PG_ISOLATION_REGRESS"; do
   if [ ! -x "$tool" ]; then
-    echo "test-sql.sh: $tool not found (apt-get install postgresql-15 postgresql-server-dev-15)" >&2
+    echo "test-sql.sh: $tool not found (apt-get install postgresql-server-dev-15)" >&2
     exit 2
   fi
 done
@@ -31,26 +35,9 @@ if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
   exit 2
 fi
 
-WORK="$(make_workdir sendjobs-sqltest)"
-
-cleanup() {
-  local rc=$?
-  set +e
-  # pg_regress stops its instance itself; this only matters when we were interrupted.
-  for data in "$WORK"/tmp_check_*/data; do
-    if [ -f "$data/postmaster.pid" ]; then
-      as_owner "$PGBIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1
-    fi
-  done
-  rm -rf "$WORK"
-  exit "$rc"
-}
-cleanup_on_exit cleanup
-
-cp -R test "$WORK/test"
-if is_root; then
-  chown -R postgres:postgres "$WORK"
-fi
+# Outputs go to the cluster's folder, removed with it.
+OUT="$SENDJOBS_CLUSTER_DIR/sqltest"
+mkdir -p "$OUT"
 
 # Test names: the files in a directory, sorted, without their extension.
 names() {
@@ -58,54 +45,56 @@ names() {
   find "$dir" -maxdepth 1 -type f -name "*.$ext" -printf '%f\n' | sed "s/\.$ext\$//" | LC_ALL=C sort
 }
 
+# A fresh database as pg_regress makes one for its own instance (its --use-existing mode
+# makes none): template0, C locale, and the settings its expected output assumes.
+create_database() {
+  local db=$1
+  PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres \
+    -c "DROP DATABASE IF EXISTS \"$db\"" \
+    -c "CREATE DATABASE \"$db\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'" \
+    -c "ALTER DATABASE \"$db\" SET lc_messages TO 'C'; ALTER DATABASE \"$db\" SET lc_monetary TO 'C';
+        ALTER DATABASE \"$db\" SET lc_numeric TO 'C'; ALTER DATABASE \"$db\" SET lc_time TO 'C';
+        ALTER DATABASE \"$db\" SET bytea_output TO 'hex';
+        ALTER DATABASE \"$db\" SET timezone_abbreviations TO 'Default';"
+}
+
 failed=()
 
-# run_suite LABEL RUNNER TESTS...
+# run_suite SUITE RUNNER INPUTDIR TESTS...
 run_suite() {
-  local label=$1 runner=$2
-  shift 2
-  local out="$WORK/out_$label"
-  as_owner mkdir -p "$out"
-  log "$label: $* "
-  if as_owner "$runner" \
-    --temp-instance="$WORK/tmp_check_$label" \
-    --inputdir="$WORK/test" \
-    --outputdir="$out" \
-    --bindir="$PGBIN" \
-    --port="$(free_port)" \
-    --no-locale \
-    --encoding=UTF8 \
-    "$@"; then
+  local suite=$1 runner=$2 inputdir=$3
+  shift 3
+  local out="$OUT/$suite"
+  mkdir -p "$out"
+  create_database "sendjobs_$suite"
+  log "$suite: $*"
+  if "$runner" --use-existing --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+    --dbname="sendjobs_$suite" --inputdir="$inputdir" --outputdir="$out" \
+    --bindir="$PGBIN" "$@"; then
     return 0
   fi
-  failed+=("$label")
-  # To review and bless new output: SENDJOBS_SQLTEST_RESULTS=DIR keeps the actual results.
+  failed+=("$suite")
   if [ -n "${SENDJOBS_SQLTEST_RESULTS:-}" ] && [ -d "$out/results" ]; then
     mkdir -p "$SENDJOBS_SQLTEST_RESULTS" && cp "$out"/results/*.out "$SENDJOBS_SQLTEST_RESULTS"/
   fi
   if [ -f "$out/regression.diffs" ]; then
-    echo "---- $label: regression.diffs"
+    echo "---- $suite: regression.diffs"
     cat "$out/regression.diffs"
-  fi
-  local server_log="$WORK/tmp_check_$label/log/postmaster.log"
-  if [ -f "$server_log" ]; then
-    echo "---- $label: last lines of the server log"
-    tail -n 40 "$server_log"
   fi
 }
 
-mapfile -t regress_tests < <(names test/sql sql)
-mapfile -t isolation_tests < <(names test/specs spec)
+mapfile -t regress_tests < <(names tests/pg_regress/sql sql)
+mapfile -t isolation_tests < <(names tests/isolation/specs spec)
 if [ ${#regress_tests[@]} -eq 0 ] || [ ${#isolation_tests[@]} -eq 0 ]; then
-  echo "test-sql.sh: no tests found in test/sql or test/specs" >&2
+  echo "test-sql.sh: no tests found in tests/pg_regress/sql or tests/isolation/specs" >&2
   exit 2
 fi
 
-run_suite regress "$PG_REGRESS" "${regress_tests[@]}"
-run_suite isolation "$PG_ISOLATION_REGRESS" "${isolation_tests[@]}"
+run_suite regress "$PG_REGRESS" tests/pg_regress "${regress_tests[@]}"
+run_suite isolation "$PG_ISOLATION_REGRESS" tests/isolation "${isolation_tests[@]}"
 
 if [ ${#failed[@]} -gt 0 ]; then
-  log "FAILED: ${failed[*]}"
+  log "$label: FAILED: ${failed[*]}"
   exit 1
 fi
-log "all ${#regress_tests[@]} regress and ${#isolation_tests[@]} isolation tests passed"
+log "$label: all ${#regress_tests[@]} regress and ${#isolation_tests[@]} isolation tests passed"

@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
 """The sendjobs demo: many workers, a flaky partner, faults on purpose, then proof.
 
 Against a database where the extension can be created (scripts/demo.sh makes a
-throwaway cluster), this script:
+throwaway cluster with tests/cluster.py; the connection defaults come from PGHOST,
+PGPORT, PGUSER and PGDATABASE, which that sets), this module:
 
   * creates the extension, a business table `transactions` guarded by
     sendjobs_guard_terminal and linked with sendjobs_link_transactions, and a history
@@ -19,12 +19,17 @@ throwaway cluster), this script:
   * stops when every job is terminal and checks the invariants of CONTRACT.md against
     the partner's record, the workers' record of every call and the database.
 
-The workers, the partner, the record and the checker live in scripts/sendjobs_harness.py,
-shared with the chaos soak (scripts/soak.py), which adds backend terminations, server
-crashes and a failover.
+The workers, the partner, the record and the checker are the other modules of this
+package (tests/soak/), shared with the chaos soak (tests/soak/soak.py), which adds
+backend terminations, server crashes and a failover.
 
 Exit status: 0 all invariants held, 1 invariant violations, 2 the run did not finish
-(timeout or crash). Only psycopg2 and the standard library are used.
+(timeout or crash). Only psycopg2 and the standard library are used. By hand, from the
+repository root:
+
+    PYTHONPATH=tests python3 tests/cluster.py run --name sendjobs-demo -c fsync=off \
+        -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
+        -- /usr/bin/python3 -B -m soak.demo
 """
 
 import argparse
@@ -34,9 +39,14 @@ import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sendjobs_harness as H  # noqa: E402
-from sendjobs_harness import psycopg2  # noqa: E402
+
+import psycopg2  # noqa: E402
+
+from .checker import check_everything  # noqa: E402
+from .partner import Partner  # noqa: E402
+from .records import SETUP_SQL, read_database  # noqa: E402
+from .summary import print_table, summary_lines  # noqa: E402
+from .workers import Context, Reconciler, Target, Worker, connect, enqueue_chunk, plan_job  # noqa: E402
 
 MAX_UNEXPECTED = 25  # more than this and the run is abandoned
 
@@ -44,17 +54,17 @@ MAX_UNEXPECTED = 25  # more than this and the run is abandoned
 def setup_and_enqueue(ctx, conn):
     args = ctx.args
     with conn.cursor() as cur:
-        cur.execute(H.SETUP_SQL)
+        cur.execute(SETUP_SQL)
         cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")
         version = cur.fetchone()[0]
     print(f"   extension sendjobs {version} created; transactions guarded and linked")
     now = time.time()
-    plans = [H.plan_job(args.seed, i, now) for i in range(args.jobs)]
+    plans = [plan_job(args.seed, i, now) for i in range(args.jobs)]
     for p in plans:
         ctx.plans[p["key"]] = p
     t0 = time.monotonic()
     for k in range(0, len(plans), 1000):
-        ctx.note_enqueued(H.enqueue_chunk(conn, plans[k:k + 1000]))
+        ctx.note_enqueued(enqueue_chunk(conn, plans[k:k + 1000]))
     print(f"   enqueued {len(ctx.enqueued)} jobs in {time.monotonic() - t0:.2f} s")
 
     # Idempotency: enqueueing the same keys again (with another payload) creates nothing.
@@ -81,7 +91,7 @@ def setup_and_enqueue(ctx, conn):
 
 def guard_demo(ctx, notes):
     V = ctx.violations
-    conn = H.connect(ctx.target, "sendjobs-demo guard")
+    conn = connect(ctx.target, "sendjobs-demo guard")
     cur = conn.cursor()
     try:
         cur.execute("SELECT id FROM transactions WHERE status = 'success' AND id LIKE 'txn-%' ORDER BY id LIMIT 1")
@@ -135,11 +145,12 @@ def guard_demo(ctx, notes):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=5432)
-    p.add_argument("--user", default="postgres")
-    p.add_argument("--password", default=os.environ.get("PGPASSWORD"))
-    p.add_argument("--dbname", default="postgres")
+    p.add_argument("--host", default=os.environ.get("PGHOST") or "127.0.0.1",
+                   help="host, or the folder of the server's socket (PGHOST)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("PGPORT") or 5432), help="(PGPORT)")
+    p.add_argument("--user", default=os.environ.get("PGUSER") or "postgres", help="(PGUSER)")
+    p.add_argument("--password", default=os.environ.get("PGPASSWORD"), help="(PGPASSWORD)")
+    p.add_argument("--dbname", default=os.environ.get("PGDATABASE") or "postgres", help="(PGDATABASE)")
     p.add_argument("--jobs", type=int, default=3000, help="send jobs to enqueue")
     p.add_argument("--workers", type=int, default=8, help="concurrent workers")
     p.add_argument("--batch", type=int, default=10, help="jobs per sendjobs_claim call")
@@ -167,19 +178,19 @@ def main():
           f"lease {args.lease_seconds:g} s, seed {args.seed}", flush=True)
     print(f"   faults per batch: die {args.p_die:.0%}, stall {args.p_stall:.0%}, slow send {args.p_slow:.0%}")
 
-    target = H.Target(args.host, args.port, args.user, args.dbname, args.password)
-    partner = H.Partner(args.seed)
-    ctx = H.Context(args, target, partner.url,
-                    [("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
-                     ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'")])
-    conn = H.connect(target, "sendjobs-demo main")
+    target = Target(args.host, args.port, args.user, args.dbname, args.password)
+    partner = Partner(args.seed)
+    ctx = Context(args, target, partner.url,
+                  [("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
+                   ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'")])
+    conn = connect(target, "sendjobs-demo main")
     print("-- setup")
     setup_and_enqueue(ctx, conn)
     partner.start()
     print(f"   partner listening on {partner.url}")
 
-    workers = [H.Worker(ctx, i, args.lease_seconds) for i in range(args.workers)]
-    reconciler = H.Reconciler(ctx)
+    workers = [Worker(ctx, i, args.lease_seconds) for i in range(args.workers)]
+    reconciler = Reconciler(ctx)
     print("-- run")
     ctx.chaos.set()
     t_run = time.monotonic()
@@ -245,16 +256,16 @@ def main():
     stats = {}
     try:
         conn.close()
-        conn = H.connect(target, "sendjobs-demo checks")
-        db = H.read_database(conn)
+        conn = connect(target, "sendjobs-demo checks")
+        db = read_database(conn)
         conn.close()
-        H.check_everything(ctx, db, list(partner.requests), stats, require_terminal=True)
+        check_everything(ctx, db, list(partner.requests), stats, require_terminal=True)
     except Exception:
         ctx.violations.unexpected_error("checks")
     ctx.violations.fold_unexpected()
 
     c = ctx.record.counters
-    lines = H.summary_lines(ctx, stats) + [
+    lines = summary_lines(ctx, stats) + [
         ("worker deaths", f"{c['fault_kill']}  (claimed jobs dropped: {c['jobs_dropped_by_kill']})"),
         ("stalls", f"{c['fault_pause']}"),
         ("run time", f"{run_seconds:.1f} s of work, {time.monotonic() - t_start:.1f} s in all"),
@@ -263,7 +274,7 @@ def main():
     if reconciler.sample_warning:
         print(f"   a guard WARNING: {reconciler.sample_warning}")
     print("== summary")
-    H.print_table(lines)
+    print_table(lines)
     if ctx.violations.total():
         print("== invariant violations")
         print("\n".join(ctx.violations.report()))

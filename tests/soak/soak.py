@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
 """The sendjobs chaos soak: workers, faults, server crashes or a failover, then proof.
 
-It makes its own PostgreSQL 15 cluster(s) under --workdir (fsync and synchronous_commit
-on, so crash recovery is real), creates the extension there, and runs:
+It makes its own PostgreSQL 15 cluster(s) under --workdir with tests/cluster.py (fsync
+and synchronous_commit on, so crash recovery is real), creates the extension there,
+and runs:
 
   * W workers, each on its own connection (claim / send / heartbeat / finalize);
   * a producer that keeps enqueueing jobs linked to guarded business rows (a retried
@@ -19,344 +19,51 @@ on, so crash recovery is real), creates the extension there, and runs:
 
 When the chaos phase has met its targets it stops injecting faults, lets the workers
 drain every job, and checks every invariant of CONTRACT.md against the partner's record,
-the harness's record of every call and the database (scripts/sendjobs_harness.py).
+the harness's record of every call and the database (tests/soak/checker.py).
+
+This module is the soak's main: its options, the run (clusters, threads, the failover,
+the summary), the checker's self-test on the run's records (--self-test-checker) and
+--prove-checker, which runs the self-test and every broken variant of
+tests/soak/faults.py. The parts it runs are the other modules of this package.
 
 Exit status: 0 every invariant held, 1 violations, 2 the run did not finish or missed
-its targets. Use scripts/soak.sh, which builds the extension and manages the workdir.
+its targets. Use scripts/soak.sh, which builds the extension and manages the workdir;
+by hand, from the repository root:
+
+    PYTHONPATH=tests /usr/bin/python3 -B -m soak.soak --short
 """
 
 import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sendjobs_harness as H  # noqa: E402
-from sendjobs_harness import psycopg2  # noqa: E402
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+import psycopg2  # noqa: E402
 
+from cluster import Cluster, Workdir  # noqa: E402  (tests/cluster.py)
 
-# ----------------------------------------------------------------------------------
-# clusters
-# ----------------------------------------------------------------------------------
+from .checker import check_everything  # noqa: E402
+from .checker_selftest import checker_self_test  # noqa: E402
+from .faults import BROKEN, EXPECTED, Crasher, Killer, detach_standby, run_sql_retrying  # noqa: E402
+from .partner import Partner  # noqa: E402
+from .records import SETUP_SQL, read_database  # noqa: E402
+from .summary import print_table, summary_lines  # noqa: E402
+from .workers import Context, Producer, Reconciler, Target, Worker, close_quietly, connect  # noqa: E402
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-
-class Cluster:
-    """A throwaway cluster under the workdir, run as postgres when we are root."""
-
-    def __init__(self, workdir, name, extra=()):
-        self.workdir = workdir
-        self.name = name
-        self.port = free_port()
-        self.data = os.path.join(workdir, name)
-        self.log = os.path.join(workdir, f"{name}.log")
-        self.extra = list(extra)
-
-    def _run(self, *cmd, timeout=300, check=True):
-        cmd = list(cmd)
-        if os.geteuid() == 0:
-            cmd = ["sudo", "-u", "postgres", "--"] + cmd
-        p = subprocess.run(cmd, cwd=self.workdir, timeout=timeout, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-        if check and p.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}")
-        return p
-
-    def options(self):
-        # fsync and synchronous_commit on (the defaults, spelled out): a commit that came
-        # back is on disk, and `pg_ctl -m immediate` leaves real crash recovery to do.
-        opts = [f"-p {self.port}", f"-k {self.workdir}", "-c listen_addresses=127.0.0.1",
-                "-c max_connections=100", "-c fsync=on", "-c synchronous_commit=on",
-                "-c full_page_writes=on", "-c wal_level=replica", "-c max_wal_senders=5",
-                "-c checkpoint_timeout=60s", "-c max_wal_size=512MB", "-c wal_sender_timeout=10s"]
-        return " ".join(opts + self.extra)
-
-    def initdb(self):
-        self._run(f"{PGBIN}/initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                  "--locale=C.UTF-8", "--no-sync")
-
-    def basebackup(self, primary):
-        self._run(f"{PGBIN}/pg_basebackup", "-D", self.data, "-h", "127.0.0.1", "-p", str(primary.port),
-                  "-U", "postgres", "-R", "-X", "stream", "-c", "fast")
-
-    def start(self):
-        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "300",
-                  "-o", self.options(), "start")
-
-    def stop(self, mode="fast"):
-        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", "120", "stop")
-
-    def promote(self):
-        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-w", "-t", "120", "promote")
-
-    def reload(self):
-        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "reload")
-
-    def running(self):
-        return os.path.exists(os.path.join(self.data, "postmaster.pid"))
-
-    def shutdown_quietly(self):
-        if self.running():
-            try:
-                self.stop("fast")
-            except Exception:
-                try:
-                    self.stop("immediate")
-                except Exception:
-                    pass
-
-
-# ----------------------------------------------------------------------------------
-# deliberately broken variants (they prove that the checker can fail)
-# ----------------------------------------------------------------------------------
-# Each one leaves the extension alone: it puts a PL/pgSQL function with the same name and
-# argument types in schema soak_broken, first in the workers' search_path (the checker
-# does not use it), or does something to the database mid-run.
-
-BROKEN_FINALIZE = """
-CREATE SCHEMA soak_broken;
-CREATE FUNCTION soak_broken.sendjobs_finalize(p_id bigint, p_gen bigint, p_outcome text,
-        p_error text DEFAULT NULL, p_retry_at timestamptz DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    j public.send_jobs;
-    st text;
-BEGIN
-    SELECT * INTO j FROM public.send_jobs
-     WHERE id = p_id AND status = 'in_flight' {generation_fence} FOR UPDATE;
-    IF NOT FOUND THEN RETURN 'stale'; END IF;
-    st := CASE WHEN p_outcome <> 'retry' THEN p_outcome
-               WHEN j.attempts < j.max_attempts THEN 'pending' ELSE 'failed' END;
-    UPDATE public.send_jobs
-       SET status = st,
-           next_attempt_at = CASE WHEN st = 'pending'
-                                  THEN coalesce(p_retry_at, clock_timestamp() + interval '200 ms')
-                                  ELSE next_attempt_at END,
-           finished_at = CASE WHEN st = 'pending' THEN NULL ELSE clock_timestamp() END,
-           lease_expires_at = NULL, last_error = coalesce(p_error, last_error)
-     WHERE id = p_id;
-    IF st IN ('sent', 'failed') {event_condition} THEN
-        INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation)
-        VALUES (p_id, j.transaction_id, st, p_gen);
-        UPDATE public.transactions SET status = CASE st WHEN 'sent' THEN 'success' ELSE 'failed' END
-         WHERE id = j.transaction_id;
-    END IF;
-    RETURN 'applied';
-END $$;
-"""
-
-BROKEN_CLAIM = """
-CREATE SCHEMA soak_broken;
-CREATE FUNCTION soak_broken.sendjobs_claim(p_batch int DEFAULT 1, p_lease interval DEFAULT NULL,
-        p_queue text DEFAULT NULL) RETURNS SETOF public.send_jobs
-LANGUAGE plpgsql AS $$
-DECLARE
-    t timestamptz := clock_timestamp();
-    l interval := coalesce(p_lease, interval '90 s');
-BEGIN
-    RETURN QUERY
-    WITH picked AS MATERIALIZED (
-        SELECT id FROM public.send_jobs
-         WHERE (p_queue IS NULL OR queue = p_queue)
-           AND ((status = 'pending' AND {due})
-                OR (status = 'in_flight' AND {expired}))
-         ORDER BY next_attempt_at, id
-         LIMIT p_batch
-         FOR UPDATE SKIP LOCKED)
-    UPDATE public.send_jobs AS j
-       SET status = 'in_flight', attempts = j.attempts + 1, claimed_at = t, lease_expires_at = t + l,
-           claim_generation = {generation}
-      FROM picked WHERE j.id = picked.id
-    RETURNING j.*;
-END $$;
-"""
-
-BROKEN_HEARTBEAT = """
-CREATE SCHEMA soak_broken;
-CREATE FUNCTION soak_broken.sendjobs_heartbeat(p_id bigint, p_gen bigint, p_lease interval DEFAULT NULL)
-RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    -- the bug: any in_flight row, whoever holds it now
-    UPDATE public.send_jobs SET lease_expires_at = clock_timestamp() + coalesce(p_lease, interval '90 s')
-     WHERE id = p_id AND status = 'in_flight';
-    RETURN CASE WHEN FOUND THEN 'applied' ELSE 'stale' END;
-END $$;
-"""
-
-BROKEN_SPURIOUS_STALE = """
-CREATE SCHEMA soak_broken;
-CREATE FUNCTION soak_broken.sendjobs_finalize(p_id bigint, p_gen bigint, p_outcome text,
-        p_error text DEFAULT NULL, p_retry_at timestamptz DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF random() < 0.1 THEN RETURN 'stale'; END IF;  -- the bug: refuses the current claim
-    RETURN public.sendjobs_finalize(p_id, p_gen, p_outcome, p_error, p_retry_at);
-END $$;
-"""
-
-BROKEN = {
-    "finalize-ignores-generation": dict(
-        doc="sendjobs_finalize that applies to any in_flight row, whatever the generation",
-        sql=BROKEN_FINALIZE.format(generation_fence="", event_condition="")),
-    "finalize-no-event-at-max-attempts": dict(
-        doc="sendjobs_finalize (fenced) that forgets the event and the stamp when a retry hits max_attempts",
-        sql=BROKEN_FINALIZE.format(generation_fence="AND claim_generation = p_gen",
-                                   event_condition="AND p_outcome <> 'retry'")),
-    "claim-wrong-clock": dict(
-        doc="sendjobs_claim that judges a stuck job by its scheduled time (bug 1 of CONTRACT.md)",
-        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="next_attempt_at + l <= t",
-                                generation="j.claim_generation + 1")),
-    "claim-ignores-schedule": dict(
-        doc="sendjobs_claim that takes pending jobs before their next_attempt_at",
-        sql=BROKEN_CLAIM.format(due="true", expired="lease_expires_at <= t",
-                                generation="j.claim_generation + 1")),
-    "claim-reuses-generation": dict(
-        doc="sendjobs_claim that does not increment claim_generation when it takes an expired lease",
-        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="lease_expires_at <= t",
-                                generation="CASE WHEN j.status = 'pending' THEN j.claim_generation + 1"
-                                           " ELSE j.claim_generation END")),
-    "finalize-spurious-stale": dict(
-        doc="sendjobs_finalize that now and then answers 'stale' to the current claim (a fence too strict)",
-        sql=BROKEN_SPURIOUS_STALE),
-    "heartbeat-ignores-generation": dict(
-        doc="sendjobs_heartbeat that extends any in_flight row, whoever holds it",
-        sql=BROKEN_HEARTBEAT),
-    "drop-guard": dict(
-        doc="DROP TRIGGER zz_sendjobs_guard_terminal on the business table mid-run",
-        midrun="DROP TRIGGER zz_sendjobs_guard_terminal ON public.transactions"),
-    "delete-jobs": dict(
-        doc="a rogue session deletes a few pending jobs mid-run",
-        midrun="DELETE FROM public.send_jobs WHERE id IN"
-               " (SELECT id FROM public.send_jobs WHERE status = 'pending' ORDER BY id LIMIT 3)"),
-    "async-standby": dict(
-        doc="--failover with an asynchronous standby that is cut off mid-run: acknowledged commits are lost",
-        failover_only=True),
-}
-
-# What the checker must report for each variant (at least one of these checks);
-# --prove-checker runs every variant and fails if one of them goes unnoticed.
-EXPECTED = {
-    "finalize-ignores-generation": ["finalize applied with an old generation"],
-    "finalize-no-event-at-max-attempts": ["terminal job without exactly one event"],
-    "claim-wrong-clock": ["two claims with overlapping unexpired leases"],
-    "claim-ignores-schedule": ["claimed before it was due"],
-    "finalize-spurious-stale": ["finalize refused while holding the job"],
-    "claim-reuses-generation": ["claim generations not 1, 2, 3, ... (one increment per claim)"],
-    "heartbeat-ignores-generation": ["heartbeat applied with an old generation"],
-    "drop-guard": ["history shows a move between success and failed"],
-    "delete-jobs": ["job lost"],
-    "async-standby": ["a finalize that returned applied is lost"],
-}
-
-
-# ----------------------------------------------------------------------------------
-# threads of the soak
-# ----------------------------------------------------------------------------------
-
-class Producer(threading.Thread):
-    """Keeps at most --backlog jobs open; enqueues in chunks until the chaos phase ends.
-    A chunk whose answer never came back is enqueued again with the same keys."""
-
-    def __init__(self, ctx, first_index):
-        super().__init__(name="producer", daemon=True)
-        self.ctx = ctx
-        self.next_index = first_index
-        self.conn = None
-        self.done = threading.Event()
-
-    def run(self):
-        a = self.ctx.args
-        try:
-            while not self.ctx.stop.is_set() and self.ctx.chaos.is_set():
-                try:
-                    if self.conn is None or self.conn.closed:
-                        self.conn = H.connect_until(self.ctx, "soak producer")
-                    with self.conn.cursor() as cur:
-                        cur.execute("SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending')"
-                                    "     + (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')")
-                        open_ = cur.fetchone()[0]
-                    if open_ >= a.backlog:
-                        time.sleep(0.2)
-                        continue
-                    self.enqueue_next(a.chunk)
-                except H.Stopped:
-                    break
-                except psycopg2.Error as e:
-                    if not H.connection_lost(self.conn, e):
-                        self.ctx.violations.unexpected_error("producer")
-                    H.close_quietly(self.conn)
-                    self.conn = None
-                    time.sleep(0.1)
-        finally:
-            H.close_quietly(self.conn)
-            self.done.set()
-
-    def enqueue_next(self, n):
-        now = time.time()
-        plans = [H.plan_job(self.ctx.args.seed, i, now) for i in range(self.next_index, self.next_index + n)]
-        for p in plans:
-            self.ctx.plans[p["key"]] = p
-        while True:
-            try:
-                if self.conn is None or self.conn.closed:
-                    self.conn = H.connect_until(self.ctx, "soak producer", give_up=time.monotonic() + 600)
-                got = H.enqueue_chunk(self.conn, plans)
-                break
-            except psycopg2.Error as e:
-                if not H.connection_lost(self.conn, e):
-                    raise
-                self.ctx.record.count("enqueue_unknown")  # same keys again: idempotent
-                H.close_quietly(self.conn)
-                self.conn = None
-                time.sleep(0.1)
-        self.ctx.note_enqueued(got)
-        self.next_index += n
-
-
-class Crasher(threading.Thread):
-    """Stops the server with `pg_ctl -m immediate` every ~crash_every seconds, restarts it."""
-
-    def __init__(self, ctx, cluster, cluster_lock):
-        super().__init__(name="crasher", daemon=True)
-        self.ctx = ctx
-        self.cluster = cluster
-        self.lock = cluster_lock
-        self.rng = H.stable_rng(ctx.args.seed, "crasher")
-        self.halt = threading.Event()
-        self.downtime = 0.0
-        self.error = None
-
-    def run(self):
-        a = self.ctx.args
-        try:
-            while not self.halt.wait(self.rng.uniform(0.6, 1.4) * a.crash_every):
-                if self.halt.is_set() or not self.ctx.chaos.is_set():
-                    break
-                with self.lock:
-                    t0 = time.monotonic()
-                    self.cluster.stop("immediate")
-                    self.ctx.record.count("fault_server_crash")
-                    time.sleep(self.rng.uniform(0.2, 2.0))
-                    self.cluster.start()
-                    self.downtime += time.monotonic() - t0
-        except Exception as e:  # the server did not come back: the run cannot go on
-            self.error = e
-            self.ctx.violations.unexpected_error("crasher")
+# The soak's clusters: tests/cluster.py's BASE_SETTINGS (loopback only; fsync,
+# synchronous_commit and full_page_writes on, so that crash recovery is real), plus
+# these, as the soak has always run: WAL for a streaming standby (--failover), and a
+# checkpoint at least every minute.
+SOAK_SETTINGS = ("max_connections=100", "wal_level=replica", "max_wal_senders=5", "checkpoint_timeout=60s",
+                 "max_wal_size=512MB", "wal_sender_timeout=10s")
 
 
 # ----------------------------------------------------------------------------------
@@ -428,8 +135,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    own_workdir = args.workdir is None
-    workdir = args.workdir or tempfile.mkdtemp(prefix="sendjobs-soak.")
+    own_workdir = Workdir("sendjobs-soak") if args.workdir is None else None
+    workdir = own_workdir.path if own_workdir else args.workdir
     if os.geteuid() == 0:
         shutil.chown(workdir, "postgres", "postgres")
         os.chmod(workdir, 0o755)
@@ -447,7 +154,7 @@ def main(argv=None):
         for c in clusters:
             c.shutdown_quietly()
         if own_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+            own_workdir.remove()
 
 
 def run(args, workdir, clusters):
@@ -460,30 +167,30 @@ def run(args, workdir, clusters):
         print(f"   broken on purpose: {broken['doc']}")
 
     # -- clusters ---------------------------------------------------------------------
-    primary = Cluster(workdir, "primary")
+    primary = Cluster(workdir, "primary", settings=SOAK_SETTINGS)
     clusters.append(primary)
     primary.initdb()
     standby = None
     if args.failover:
         if args.broken != "async-standby":
-            primary.extra.append("-c synchronous_standby_names=*")
+            primary.settings.append("synchronous_standby_names=*")
         primary.start()
-        standby = Cluster(workdir, "standby", extra=["-c hot_standby=on"])
+        standby = Cluster(workdir, "standby", settings=SOAK_SETTINGS + ("hot_standby=on",))
         clusters.append(standby)
         standby.basebackup(primary)
         standby.start()
     else:
         primary.start()
-    target = H.Target("127.0.0.1", primary.port, "postgres", "postgres")
+    target = Target("127.0.0.1", primary.port, "postgres", "postgres")
     where = f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}" \
         if standby else f"server on 127.0.0.1:{primary.port}"
     if args.broken == "async-standby":
         where = where.replace("synchronous standby", "ASYNCHRONOUS standby")
     print(f"-- setup: {where} (fsync on, synchronous_commit on)", flush=True)
 
-    conn = H.connect(target, "soak setup")
+    conn = connect(target, "soak setup")
     with conn.cursor() as cur:
-        cur.execute(H.SETUP_SQL)
+        cur.execute(SETUP_SQL)
         if broken and broken.get("sql"):
             cur.execute(broken["sql"])
         cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")
@@ -492,14 +199,14 @@ def run(args, workdir, clusters):
         state = wait_for_standby(conn, args)
         print(f"   standby streaming, sync_state = {state}")
 
-    partner = H.Partner(args.seed)
+    partner = Partner(args.seed)
     partner.start()
     settings = [("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
                 ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'")]
     if broken and broken.get("sql"):
         settings.append(("search_path", "soak_broken, public"))
-    ctx = H.Context(args, target, partner.url, settings)
-    ctx.killer = H.Killer(ctx)
+    ctx = Context(args, target, partner.url, settings)
+    ctx.killer = Killer(ctx)
 
     producer = Producer(ctx, 0)
     ctx.chaos.set()
@@ -510,8 +217,8 @@ def run(args, workdir, clusters):
     print(f"   partner on {partner.url}; {len(ctx.enqueued)} jobs enqueued to start with", flush=True)
 
     cluster_lock = threading.Lock()
-    workers = [H.Worker(ctx, i, args.lease_list[i % len(args.lease_list)]) for i in range(args.workers)]
-    reconciler = H.Reconciler(ctx)
+    workers = [Worker(ctx, i, args.lease_list[i % len(args.lease_list)]) for i in range(args.workers)]
+    reconciler = Reconciler(ctx)
     crasher = Crasher(ctx, primary, cluster_lock) if args.crash_every > 0 else None
     print("-- chaos", flush=True)
     t_run = time.monotonic()
@@ -555,14 +262,14 @@ def run(args, workdir, clusters):
 
         try:
             if monitor is None or monitor.closed:
-                monitor = H.connect(target, "soak monitor", timeout=2)
+                monitor = connect(target, "soak monitor", timeout=2)
             with monitor.cursor() as cur:
                 cur.execute("SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending'),"
                             "       (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')")
                 pending, in_flight = cur.fetchone()
                 open_ = pending + in_flight
         except psycopg2.Error:
-            H.close_quietly(monitor)
+            close_quietly(monitor)
             monitor = None
 
         if phase == "chaos":
@@ -596,7 +303,7 @@ def run(args, workdir, clusters):
             print("!! more than 50 unexpected errors: giving up", flush=True)
             break
     run_seconds = time.monotonic() - t_run
-    H.close_quietly(monitor)
+    close_quietly(monitor)
 
     ctx.stop.set()
     ctx.chaos.clear()
@@ -614,10 +321,10 @@ def run(args, workdir, clusters):
     print("-- checks", flush=True)
     stats = {}
     try:
-        conn = H.connect(target, "soak checks")
-        db = H.read_database(conn)
+        conn = connect(target, "soak checks")
+        db = read_database(conn)
         conn.close()
-        H.check_everything(ctx, db, list(partner.requests), stats, require_terminal=finished)
+        check_everything(ctx, db, list(partner.requests), stats, require_terminal=finished)
     except Exception:
         db = None
         ctx.violations.unexpected_error("checks")
@@ -644,7 +351,7 @@ def run(args, workdir, clusters):
         ("failover (primary -m immediate, standby promoted)", "fault_failover"),
     ]
     faults = sum(c[k] for _, k in fault_kinds)
-    lines = H.summary_lines(ctx, stats)
+    lines = summary_lines(ctx, stats)
     lines += [
         ("faults", f"{faults} in all (terminations that found no backend, not counted: "
                    f"{sum(v for k, v in c.items() if k.endswith('_missed'))})"),
@@ -672,7 +379,7 @@ def run(args, workdir, clusters):
         ("invariant violations", f"{ctx.violations.total()}"),
     ]
     print("== summary")
-    H.print_table(lines)
+    print_table(lines)
     if ctx.violations.total():
         print("== invariant violations")
         print("\n".join(ctx.violations.report()))
@@ -696,7 +403,7 @@ def self_test_checker(ctx, db, sends, finished):
     if ctx.violations.total() or ctx.violations.unexpected or not finished:
         print("   skipped: the run itself is not clean")
         return
-    results = H.checker_self_test(ctx, db, sends)
+    results = checker_self_test(ctx, db, sends)
     for check, doc, reported, caught in results:
         print(f"   {'caught ' if caught else 'MISSED '} {check}  <- {doc}")
         if not caught:
@@ -719,28 +426,6 @@ def wait_for_standby(conn, args):
         time.sleep(0.2)
 
 
-def detach_standby(standby):
-    """Cuts the standby off its primary (async-standby variant): an empty primary_conninfo
-    stops the WAL receiver at the next reload; the asynchronous primary goes on committing."""
-    auto = os.path.join(standby.data, "postgresql.auto.conf")
-    with open(auto, "a") as f:
-        f.write("\nprimary_conninfo = ''\n")
-    standby.reload()
-
-
-def run_sql_retrying(ctx, sql):
-    try:
-        conn = H.connect(ctx.target, "soak rogue", timeout=2)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql)
-        finally:
-            conn.close()
-        return True
-    except psycopg2.Error:
-        return False
-
-
 def audit_old_primary(primary, ctx, target):
     """Starts the old primary on its own after the run (it recovers to its own timeline, no
     worker reaches it) and compares its witness rows with the new primary's: rows it has and
@@ -748,8 +433,8 @@ def audit_old_primary(primary, ctx, target):
     must be a call whose answer did not come back."""
     primary.start()
     try:
-        old = H.connect(H.Target("127.0.0.1", primary.port, "postgres", "postgres"), "soak audit")
-        new = H.connect(target, "soak audit")
+        old = connect(Target("127.0.0.1", primary.port, "postgres", "postgres"), "soak audit")
+        new = connect(target, "soak audit")
         ids = {}
         for name, conn in (("old", old), ("new", new)):
             with conn.cursor() as cur:
@@ -778,7 +463,8 @@ def prove_checker(args, workdir):
     """Runs each broken variant (a short soak each, in a subfolder of the workdir) and
     checks that the checker reports at least one of the expected checks. Exit 0 when
     every variant was caught."""
-    me = os.path.abspath(__file__)
+    me = [sys.executable, "-B", "-m", "soak.soak"]  # this soak again, as a child process
+    env = dict(os.environ, PYTHONPATH=TESTS_DIR)
     results = []
     sub = os.path.join(workdir, "self-test")
     os.mkdir(sub)
@@ -786,11 +472,11 @@ def prove_checker(args, workdir):
         shutil.chown(sub, "postgres", "postgres")
     print("== every check, on a clean run's records mutated once per check", flush=True)
     t0 = time.monotonic()
-    cmd = [sys.executable, me, "--quiet", "--self-test-checker", "--seed", str(args.seed), "--min-duration", "20",
-           "--max-duration", "60", "--min-crashes", "1", "--crash-every", "8", "--min-faults", "0", "--jobs", "800",
-           "--workdir", sub]
+    cmd = me + ["--quiet", "--self-test-checker", "--seed", str(args.seed), "--min-duration", "20",
+                "--max-duration", "60", "--min-crashes", "1", "--crash-every", "8", "--min-faults", "0",
+                "--jobs", "800", "--workdir", sub]
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     finally:
         shutil.rmtree(sub, ignore_errors=True)
     tested = [line for line in p.stdout.splitlines() if line.startswith(("   caught", "   MISSED", "            reported"))]
@@ -806,13 +492,13 @@ def prove_checker(args, workdir):
         os.mkdir(sub)
         if os.geteuid() == 0:
             shutil.chown(sub, "postgres", "postgres")
-        cmd = [sys.executable, me, "--break", name, "--quiet", "--seed", str(args.seed),
-               "--min-duration", "25", "--max-duration", "60", "--min-crashes", "1", "--crash-every", "10",
-               "--min-faults", "0", "--jobs", "800", "--drain-timeout", "40"]
+        cmd = me + ["--break", name, "--quiet", "--seed", str(args.seed),
+                    "--min-duration", "25", "--max-duration", "60", "--min-crashes", "1", "--crash-every", "10",
+                    "--min-faults", "0", "--jobs", "800", "--drain-timeout", "40"]
         if name == "async-standby":
-            cmd = [sys.executable, me, "--break", name, "--quiet", "--seed", str(args.seed),
-                   "--min-duration", "30", "--max-duration", "60", "--failover-at", "18", "--min-faults", "0",
-                   "--jobs", "800", "--drain-timeout", "40"]
+            cmd = me + ["--break", name, "--quiet", "--seed", str(args.seed),
+                        "--min-duration", "30", "--max-duration", "60", "--failover-at", "18", "--min-faults", "0",
+                        "--jobs", "800", "--drain-timeout", "40"]
         print(f"== broken variant {name}: {BROKEN[name]['doc']}", flush=True)
         t0 = time.monotonic()
         if name.startswith("finalize-"):
@@ -820,7 +506,7 @@ def prove_checker(args, workdir):
             cmd += ["--finalize-batch-share", "0", "--p-pause", "0.05"]
         cmd += ["--workdir", sub]
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         finally:
             shutil.rmtree(sub, ignore_errors=True)
         out = p.stdout

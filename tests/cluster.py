@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The one throwaway-cluster helper: the demo, the SQL tests, the upgrade test, the soak
+and the benchmark all start their PostgreSQL 15 clusters through it.
+
+As a library (`from cluster import Cluster, Workdir`): the soak drives clusters itself
+(crashes, restarts, a standby to promote). As a command, it wraps another one:
+
+    python3 tests/cluster.py run [--name NAME] [-c setting=value ...] -- COMMAND ...
+
+makes a fresh folder under /tmp, creates and starts a cluster there on a free port of
+127.0.0.1 (socket in the folder; run as `postgres` when we are root, since the server
+refuses root), runs COMMAND with PGHOST, PGPORT, PGUSER and PGDATABASE pointing at it
+(and SENDJOBS_CLUSTER_DIR naming the folder), then stops the cluster and removes the
+folder, pass or fail, also when a signal ends the run. Exits with COMMAND's status.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+PGBIN = "/usr/lib/postgresql/15/bin"
+IS_ROOT = os.geteuid() == 0
+
+# Every cluster: loopback only, and the settings that make crash recovery real (a commit
+# that came back is on disk; `pg_ctl -m immediate` leaves recovery to do). A caller that
+# wants speed over durability (the demo) overrides them with -c.
+BASE_SETTINGS = (
+    "listen_addresses=127.0.0.1",
+    "max_connections=100",
+    "fsync=on",
+    "synchronous_commit=on",
+    "full_page_writes=on",
+)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def as_owner(cmd):
+    """The command as the clusters' owner: postgres when we are root, ourselves otherwise."""
+    return ["sudo", "-u", "postgres", "--"] + list(cmd) if IS_ROOT else list(cmd)
+
+
+class Workdir:
+    """A fresh folder under /tmp for clusters and logs, owned by the clusters' owner,
+    removed by `remove()`."""
+
+    def __init__(self, name):
+        self.path = tempfile.mkdtemp(prefix=f"{name}.", dir="/tmp")
+        if IS_ROOT:
+            shutil.chown(self.path, "postgres", "postgres")
+
+    def remove(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Cluster:
+    """A throwaway cluster in a folder of `workdir`: `initdb`, `start`, `stop`, and the
+    few other pg_ctl verbs the soak needs. `settings` are `name=value` strings added
+    after BASE_SETTINGS (a later one wins)."""
+
+    def __init__(self, workdir, name="data", settings=()):
+        self.workdir = workdir
+        self.name = name
+        self.port = free_port()
+        self.data = os.path.join(workdir, name)
+        self.log = os.path.join(workdir, f"{name}.log")
+        self.settings = list(BASE_SETTINGS) + list(settings)
+
+    def _run(self, *cmd, timeout=300, check=True):
+        p = subprocess.run(as_owner(cmd), cwd=self.workdir, timeout=timeout,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}")
+        return p
+
+    def options(self):
+        opts = [f"-p {self.port}", f"-k {self.workdir}"]
+        return " ".join(opts + [f"-c {s}" for s in self.settings])
+
+    def initdb(self):
+        self._run(f"{PGBIN}/initdb", "-D", self.data, "-U", "postgres", "-A", "trust",
+                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+
+    def basebackup(self, primary):
+        self._run(f"{PGBIN}/pg_basebackup", "-D", self.data, "-h", "127.0.0.1",
+                  "-p", str(primary.port), "-U", "postgres", "-R", "-X", "stream", "-c", "fast")
+
+    def start(self):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "300",
+                  "-o", self.options(), "start")
+
+    def stop(self, mode="fast"):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", "120", "stop")
+
+    def promote(self):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-w", "-t", "120", "promote")
+
+    def reload(self):
+        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "reload")
+
+    def running(self):
+        return os.path.exists(os.path.join(self.data, "postmaster.pid"))
+
+    def shutdown_quietly(self, mode="fast"):
+        if self.running():
+            for m in (mode, "immediate"):
+                try:
+                    self.stop(m)
+                    return
+                except Exception:
+                    pass
+
+    def env(self):
+        """The environment a client of this cluster runs with (libpq's variables)."""
+        return dict(os.environ, PGHOST=self.workdir, PGPORT=str(self.port), PGUSER="postgres",
+                    PGDATABASE="postgres", SENDJOBS_CLUSTER_DIR=self.workdir)
+
+    def last_errors(self, n=20):
+        try:
+            with open(self.log, errors="replace") as f:
+                lines = [ln for ln in f if any(w in ln for w in ("ERROR", "FATAL", "PANIC",
+                                                                 "terminated by signal"))]
+            return [ln.rstrip()[:300] for ln in lines[-n:]]
+        except OSError:
+            return []
+
+
+def run(argv):
+    p = argparse.ArgumentParser(prog="cluster.py run",
+                                description="Run a command against a throwaway cluster.")
+    p.add_argument("--name", default="sendjobs-cluster", help="prefix of the folder under /tmp")
+    p.add_argument("-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                   help="a server setting (repeatable)")
+    p.add_argument("--stop-mode", default="fast", choices=("fast", "immediate"))
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    a = p.parse_args(argv)
+    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not command:
+        p.error("a command to run is required after --")
+
+    workdir = Workdir(a.name)
+    cluster = Cluster(workdir.path, settings=a.settings)
+    child = None
+
+    def forward(signum, _frame):
+        # Let the command end on its own terms first; our cleanup follows when it exits.
+        if child is not None and child.poll() is None:
+            child.send_signal(signum)
+        else:
+            raise SystemExit(128 + signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, forward)
+    rc = 2
+    try:
+        cluster.initdb()
+        cluster.start()
+        print(f"== cluster.py: PostgreSQL on 127.0.0.1:{cluster.port}, folder {workdir.path}",
+              flush=True)
+        child = subprocess.Popen(command, env=cluster.env())
+        rc = child.wait()
+        if rc < 0:  # COMMAND ended by a signal: exit as a shell would, 128 + its number
+            rc = 128 - rc
+    finally:
+        if rc != 0:
+            errors = cluster.last_errors()
+            if errors:
+                print(f"-- server log, last errors ({cluster.log}):", *errors, sep="\n")
+        cluster.shutdown_quietly(a.stop_mode)
+        workdir.remove()
+    return rc
+
+
+def main(argv):
+    if argv[:1] != ["run"]:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    return run(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

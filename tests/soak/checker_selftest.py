@@ -1,0 +1,306 @@
+"""The checker's own test: every check must be seen to fail. On copies of a clean run's
+records, one mutation per check -- each the fact that check exists for (a witness row
+dropped, an event duplicated, a re-send moved before the lease end, ...) -- and the
+checker (tests/soak/checker.py) must then report that check. The soak runs it with
+--self-test-checker (and --prove-checker runs that first); all 42 checks must fire.
+"""
+
+import copy
+import datetime as dt
+
+from .checker import check_everything
+from .records import TERMINAL, Record, Violations, ts
+
+
+def _first(items, what):
+    for x in items:
+        return x
+    raise LookupError(f"no {what} in this run to mutate")
+
+
+def _mutations():
+    """(check name, what the mutation does, function(db, sends, calls, plans, enqueued)).
+    Each function corrupts one fact of a clean run's records, as the bug the check
+    exists for would have; the check must then report it."""
+    def jobs_with(db, pred):
+        return (j for j in sorted(db["jobs"].values(), key=lambda j: j["id"]) if pred(j))
+
+    def claims_of(db, jid):
+        return sorted((c for c in db["claims"] if c["job"] == jid), key=lambda c: c["gen"])
+
+    def applied(db, pred):
+        return (f for f in db["finalizes"] if f["result"] == "applied" and pred(f))
+
+    def sends_of(sends, jid):
+        return sorted((r for r in sends if r["job"] == jid), key=lambda r: r["gen"])
+
+    def known(calls, kind, pred=lambda c: True):
+        return (c for c in calls if c["kind"] == kind and c["known"] and c["result"] not in (None, "error")
+                and pred(c))
+
+    def reclaimed_after_expiry(db):
+        fins = {(f["job"], f["gen"]) for f in db["finalizes"] if f["result"] == "applied"}
+        for j in jobs_with(db, lambda j: j["gen"] >= 2):
+            cs = claims_of(db, j["id"])
+            if len(cs) >= 2 and (j["id"], cs[0]["gen"]) not in fins:
+                return j, cs
+        raise LookupError("no re-claim after a lease expiry")
+
+    def terminal_finalize(db, jid):
+        return _first(applied(db, lambda f: f["job"] == jid and f["status"] in TERMINAL), "terminal finalize")
+
+    M = []
+
+    def m(check, doc):
+        def deco(fn):
+            M.append((check, doc, fn))
+            return fn
+        return deco
+
+    @m("a claim that came back is not in the database (lost commit)", "drop the witness row of a returned claim")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "claim", lambda c: c["result"]), "returned claim")
+        db["claims"] = [w for w in db["claims"] if not (w["call"] == c["id"] and w["job"] == c["result"][0][0])]
+
+    @m("a heartbeat answer that came back is not in the database (lost commit)", "drop a returned heartbeat's witness")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "heartbeat"), "returned heartbeat")
+        db["heartbeats"] = [w for w in db["heartbeats"] if w["call"] != c["id"]]
+
+    @m("a finalize answer that came back is not in the database (lost commit)", "flip a returned finalize's witness")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "finalize"), "returned finalize")
+        w = _first((w for w in db["finalizes"] if w["call"] == c["id"]), "witness")
+        w["result"] = "stale" if w["result"] == "applied" else "applied"
+
+    @m("a witness row for a call nobody made", "add a witness row with an unknown call id")
+    def _(db, sends, calls, plans, enq):
+        db["heartbeats"].append(dict(db["heartbeats"][0] if db["heartbeats"] else {}, call=10 ** 12, job=-1, gen=1,
+                                     result="stale", status="sent", post_gen=1, lease_end=None))
+
+    @m("job lost", "remove an enqueued job")
+    def _(db, sends, calls, plans, enq):
+        del db["jobs"][_first(jobs_with(db, lambda j: True), "job")["id"]]
+
+    @m("idempotency key created a second job", "a second job with an existing key")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["key"]), "job")
+        db["jobs"][10 ** 12] = dict(j, id=10 ** 12)
+
+    @m("job not terminal at the end", "a job left pending")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["status"] = "pending"
+
+    @m("job neither terminal nor claimable", "a job in a status no claim takes")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, lambda j: True), "job")["status"] = "cancelled"
+
+    @m("claim generations not 1, 2, 3, ... (one increment per claim)", "a claim generation skips one")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["gen"] >= 2), "re-claimed job")
+        claims_of(db, j["id"])[-1]["gen"] += 1
+
+    @m("final claim_generation/attempts differ from the number of claims", "attempts one too many")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, lambda j: True), "job")["attempts"] += 1
+
+    @m("claimed before it was due", "the first claim one second before run_at")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: plans.get(j["key"]) and plans[j["key"]]["run_at"]), "scheduled job")
+        claims_of(db, j["id"])[0]["claimed_at"] = plans[j["key"]]["run_at"] - dt.timedelta(seconds=1)
+
+    @m("generation grew while claimed_at went back", "the second claim dated before the first")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["gen"] >= 2), "re-claimed job")
+        cs = claims_of(db, j["id"])
+        cs[1]["claimed_at"] = cs[0]["claimed_at"] - dt.timedelta(seconds=1)
+
+    @m("claimed again after a terminal finalize", "a retry that released a claim becomes `sent`")
+    def _(db, sends, calls, plans, enq):
+        f = _first(applied(db, lambda f: f["outcome"] == "retry" and f["status"] == "pending"), "applied retry")
+        f["status"] = "sent"
+
+    @m("two claims with overlapping unexpired leases", "a re-claim half a second before the lease end")
+    def _(db, sends, calls, plans, enq):
+        j, cs = reclaimed_after_expiry(db)
+        cs[1]["claimed_at"] = cs[0]["lease_end"] - dt.timedelta(seconds=0.5)
+
+    @m("finalize applied with an old generation", "an applied finalize left the row at a newer generation")
+    def _(db, sends, calls, plans, enq):
+        _first(applied(db, lambda f: True), "applied finalize")["post_gen"] += 1
+
+    @m("finalize applied after its claim was superseded", "an applied retry dated after the next claim")
+    def _(db, sends, calls, plans, enq):
+        for f in applied(db, lambda f: f["outcome"] == "retry" and f["status"] == "pending"):
+            nxt = [c for c in db["claims"] if c["job"] == f["job"] and c["gen"] == f["gen"] + 1]
+            if nxt:
+                f["at"] = nxt[0]["claimed_at"] + dt.timedelta(seconds=1)
+                return
+        raise LookupError("no retry followed by a claim")
+
+    @m("finalize applied but the row says otherwise", "an applied `sent` left the row `failed`")
+    def _(db, sends, calls, plans, enq):
+        _first(applied(db, lambda f: f["outcome"] == "sent"), "applied sent")["status"] = "failed"
+
+    @m("two applied finalizes for one claim", "a second applied finalize for one claim")
+    def _(db, sends, calls, plans, enq):
+        f = _first(applied(db, lambda f: f["status"] in TERMINAL), "terminal finalize")
+        db["finalizes"].append(dict(f, call=f["call"]))
+
+    @m("finalize refused while holding the job", "a `stale` answer while the row was in_flight at that generation")
+    def _(db, sends, calls, plans, enq):
+        f = _first((f for f in db["finalizes"] if f["result"] == "stale"), "stale finalize")
+        f.update(status="in_flight", post_gen=f["gen"])
+
+    @m("finalize returned an unknown value", "a finalize answer that is neither applied nor stale")
+    def _(db, sends, calls, plans, enq):
+        db["finalizes"][0]["result"] = "maybe"
+
+    @m("heartbeat applied with an old generation", "an applied heartbeat left the row at a newer generation")
+    def _(db, sends, calls, plans, enq):
+        _first((h for h in db["heartbeats"] if h["result"] == "applied"), "applied heartbeat")["post_gen"] += 1
+
+    @m("heartbeat refused while holding the job", "a `stale` heartbeat while the row was in_flight at that generation")
+    def _(db, sends, calls, plans, enq):
+        h = _first((h for h in db["heartbeats"] if h["result"] == "stale"), "stale heartbeat")
+        h.update(status="in_flight", post_gen=h["gen"])
+
+    @m("heartbeat returned an unknown value", "a heartbeat answer that is neither applied nor stale")
+    def _(db, sends, calls, plans, enq):
+        db["heartbeats"][0]["result"] = "maybe"
+
+    @m("job finalized to a terminal state twice", "an earlier claim of a finished job also finalized `failed`")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] in TERMINAL and j["gen"] >= 2), "re-claimed finished job")
+        f = terminal_finalize(db, j["id"])
+        db["finalizes"].append(dict(f, gen=1, post_gen=1, status="failed", outcome="failed"))
+
+    @m("terminal job without exactly one event", "a second event for a job")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")
+        db["events"][j["id"]].append(dict(db["events"][j["id"]][0]))
+
+    @m("event kind differs from job status", "an event of the other kind")
+    def _(db, sends, calls, plans, enq):
+        e = db["events"][_first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")["id"]][0]
+        e["kind"] = "failed"
+
+    @m("event generation differs from the final claim_generation", "an event with an older generation")
+    def _(db, sends, calls, plans, enq):
+        db["events"][_first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["id"]][0]["gen"] -= 1
+
+    @m("event transaction_id differs", "an event for another business row")
+    def _(db, sends, calls, plans, enq):
+        db["events"][_first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["id"]][0]["txn"] = "x"
+
+    @m("terminal job not finished by an applied finalize of its last claim", "drop the job's terminal finalize")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")
+        f = terminal_finalize(db, j["id"])
+        db["finalizes"] = [x for x in db["finalizes"] if x is not f]
+
+    @m("event for a job that is not terminal", "a finished job's row back in_flight (event kept)")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["status"] = "in_flight"
+
+    @m("terminal finalize applied but the job is not terminal", "a finished job's row back to pending")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["status"] = "pending"
+
+    @m("a finalize that returned applied is lost", "the event of a job whose finalize came back applied is gone")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "finalize", lambda c: c["result"] == "applied" and c.get("post")
+                         and c["post"][0] in TERMINAL), "applied terminal finalize")
+        db["events"][c["job"]] = []
+
+    @m("business row does not match its job", "a sent job's business row still pending")
+    def _(db, sends, calls, plans, enq):
+        db["business"][_first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")["txn"]] = "pending"
+
+    @m("business row history is not exactly pending -> final", "the stamp recorded twice")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
+        db["history"][j["txn"]].append(("pending", "success"))
+
+    @m("history shows a move between success and failed", "a success -> failed move in the history")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
+        db["history"][j["txn"]].append(("success", "failed"))
+
+    @m("partner saw a generation go backwards while its lease was running",
+       "a newer generation's send arrives before an older one")
+    def _(db, sends, calls, plans, enq):
+        for j in jobs_with(db, lambda j: j["gen"] >= 2):
+            rs = sends_of(sends, j["id"])
+            if len(rs) >= 2 and rs[0]["gen"] < rs[1]["gen"]:
+                rs[1]["t"] = rs[0]["t"] - 0.001
+                return
+        raise LookupError("no job sent twice")
+
+    @m("partner got a send for a claim the database does not have", "a send under a generation nobody claimed")
+    def _(db, sends, calls, plans, enq):
+        sends.append(dict(sends[0], gen=10 ** 6))
+
+    @m("send before its claim", "a send dated a second before its claim")
+    def _(db, sends, calls, plans, enq):
+        r = sends[0]
+        c = _first((c for c in db["claims"] if c["job"] == r["job"] and c["gen"] == r["gen"]), "claim")
+        r["t"] = ts(c["claimed_at"]) - 1.0
+
+    @m("two sends under one generation", "the same (job, generation) sent twice")
+    def _(db, sends, calls, plans, enq):
+        sends.append(dict(sends[0], t=sends[0]["t"] + 0.0001))
+
+    @m("re-send before the previous holder's lease expired (or its retry was due)",
+       "a re-send dated at the previous send")
+    def _(db, sends, calls, plans, enq):
+        for j in jobs_with(db, lambda j: j["gen"] >= 2):
+            rs = sends_of(sends, j["id"])
+            if len(rs) >= 2 and rs[0]["gen"] < rs[1]["gen"]:
+                rs[1]["t"] = rs[0]["t"] + 0.0001
+                return
+        raise LookupError("no job sent twice")
+
+    @m("job sent without a successful send under its final claim", "the final send answered 500")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
+        for r in sends:
+            if r["job"] == j["id"] and r["gen"] == j["gen"]:
+                r["code"] = 500
+
+    @m("job sent but the partner never heard of it", "the partner's record of a sent job is gone")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
+        sends[:] = [r for r in sends if r["job"] != j["id"]]
+
+    return M
+
+
+class _Snapshot:
+    """A stand-in for a run's Context, on copies of its records."""
+
+    def __init__(self, ctx, calls, plans, enqueued):
+        self.violations = Violations()
+        self.record = Record()
+        self.record.calls = calls
+        self.plans = plans
+        self.enqueued = enqueued
+
+
+def checker_self_test(ctx, db, sends):
+    """Runs the checker once per mutation of a clean run's records. Returns a list of
+    (check, what was mutated, checks reported, caught?)."""
+    out = []
+    for check, doc, fn in _mutations():
+        db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
+        calls2 = copy.deepcopy(ctx.record.calls)
+        snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))
+        try:
+            fn(db2, sends2, calls2, snap.plans, snap.enqueued)
+        except LookupError as e:
+            out.append((check, doc, [f"(not run: {e})"], False))
+            continue
+        check_everything(snap, db2, sends2, {}, require_terminal=True)
+        reported = sorted(snap.violations.items)
+        out.append((check, doc, reported, check in reported))
+    return out

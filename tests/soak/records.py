@@ -1,0 +1,273 @@
+"""The records of a run and what the checker reads: the harness's record of every call
+(`Record`), the violations found (`Violations`), the schema of a run (business table,
+guard, link, history, witness tables) with the SQL that writes the witness rows, and
+`read_database`, which reads all of it back for the checker (tests/soak/checker.py).
+
+How a run is recorded, and why it stays true across crashes and failovers
+--------------------------------------------------------------------------
+Three records are kept, and the checker compares them:
+
+* The partner's record (`Partner.requests`): every HTTP send it received -- job id,
+  claim generation, the instant it arrived (this process's clock, which is the
+  database server's clock: both are local), the answer. It lives in this process,
+  outside the database, so it survives server crashes and failovers.
+
+* The harness's record (`Record.calls`): every database call a worker made and what
+  came back. A call whose answer never reached the worker (the backend was
+  terminated, the server crashed, the connection broke) is recorded as *unknown*:
+  it may or may not have committed. Only an answer that came back counts as
+  evidence: a finalize is `applied` only when the call returned `applied`.
+
+* The witness tables (`harness.claims`, `harness.heartbeats`, `harness.finalizes`):
+  each worker call writes one witness row *in the same transaction* as the call
+  itself (the claim in the same statement), with the answer and the job's row as
+  the call left it. Postgres commits both or neither, so after a crash or a failover
+  the surviving witness rows are exactly the calls whose effects survived -- including
+  calls whose answer never reached their worker (a claim that committed just before
+  the connection broke is invisible to the worker, not to the checker). The witness
+  adds no locks on send_jobs and changes nothing the extension does.
+
+The checker then proves: every answer that came back is in the database (durability
+across crashes and failover); the witness history of each job obeys the seven
+invariants of CONTRACT.md; and the partner's record agrees with that history
+(re-sends only after the previous holder's lease, as the database recorded it at
+claim and heartbeat time, had ended). The partner lives in tests/soak/partner.py, the
+workers that make the calls in tests/soak/workers.py.
+"""
+
+import collections
+import datetime as dt
+import hashlib
+import itertools
+import random
+import threading
+import time
+import traceback
+
+QUEUES = ("acme", "globex")
+TERMINAL = ("sent", "failed")
+TERMINAL_BUSINESS = ("success", "failed")
+BUSINESS_OF = {"sent": "success", "failed": "failed"}
+
+
+# ----------------------------------------------------------------------------------
+# small helpers
+# ----------------------------------------------------------------------------------
+
+def stable_rng(*parts):
+    """A random.Random seeded from the parts, independent of PYTHONHASHSEED."""
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def ts(value):
+    """A timestamptz (datetime) as epoch seconds."""
+    return value.timestamp()
+
+
+def fmt_ts(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        value = dt.datetime.fromtimestamp(value, dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc).strftime("%H:%M:%S.%f")
+
+
+class Violations:
+    """Invariant violations grouped by check name, plus unexpected errors."""
+
+    MAX_PRINTED_UNEXPECTED = 3
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = collections.defaultdict(list)
+        self.unexpected = []
+
+    def add(self, check, detail):
+        with self.lock:
+            self.items[check].append(detail)
+
+    def total(self):
+        return sum(len(v) for v in self.items.values())
+
+    def unexpected_error(self, where):
+        text = f"{where}: {traceback.format_exc().strip()}"
+        with self.lock:
+            self.unexpected.append(text)
+            n = len(self.unexpected)
+        if n <= self.MAX_PRINTED_UNEXPECTED:
+            print(f"!! unexpected error in {where}:\n{text}", flush=True)
+        elif n == self.MAX_PRINTED_UNEXPECTED + 1:
+            print("!! (further unexpected errors are counted, not printed)", flush=True)
+
+    def fold_unexpected(self):
+        for text in self.unexpected:
+            lines = text.splitlines()
+            self.add("unexpected error", f"{lines[0]} ... {lines[-1]}")
+        self.unexpected = []
+
+    def report(self, limit=5):
+        out = []
+        for check, details in sorted(self.items.items()):
+            out.append(f"   {check}: {len(details)}")
+            for d in details[:limit]:
+                out.append(f"      - {d}")
+            if len(details) > limit:
+                out.append(f"      - ... and {len(details) - limit} more")
+        return out
+
+
+# ----------------------------------------------------------------------------------
+# the harness's record
+# ----------------------------------------------------------------------------------
+
+class Record:
+    """Every worker call and what came back (None = unknown), plus counters."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = []
+        self.counters = collections.Counter()
+        self._ids = itertools.count(1)
+
+    def new_call(self, kind, worker, **fields):
+        with self.lock:
+            call = {"id": next(self._ids), "kind": kind, "worker": worker, "t0": time.time(),
+                    "result": None, "known": False, **fields}
+            self.calls.append(call)
+        return call
+
+    def count(self, name, n=1):
+        with self.lock:
+            self.counters[name] += n
+
+
+# ----------------------------------------------------------------------------------
+# schema: business table, guard, link, history, witness tables
+# ----------------------------------------------------------------------------------
+
+SETUP_SQL = """
+DROP EXTENSION IF EXISTS sendjobs CASCADE;
+DROP SCHEMA IF EXISTS harness CASCADE;
+DROP TABLE IF EXISTS transaction_history, transactions CASCADE;
+DROP FUNCTION IF EXISTS record_transaction_history();
+
+CREATE EXTENSION sendjobs SCHEMA public;
+
+CREATE TABLE transactions (
+    id           text PRIMARY KEY,
+    amount_cents bigint NOT NULL,
+    status       text NOT NULL DEFAULT 'pending',
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE transaction_history (
+    id             bigserial PRIMARY KEY,
+    transaction_id text NOT NULL,
+    old_status     text,
+    new_status     text,
+    changed_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+    changed_by     text DEFAULT current_setting('application_name')
+);
+
+-- An ordinary audit trigger: it also fires when sendjobs_finalize stamps a row.
+CREATE FUNCTION record_transaction_history() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status IS DISTINCT FROM OLD.status THEN
+        INSERT INTO transaction_history (transaction_id, old_status, new_status)
+        VALUES (NEW.id, OLD.status, NEW.status);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER transactions_history AFTER UPDATE ON transactions
+    FOR EACH ROW EXECUTE FUNCTION record_transaction_history();
+
+SELECT sendjobs_guard_terminal('transactions');
+SELECT sendjobs_link_transactions('transactions', 'id', 'status');
+
+-- Witness tables: one row per worker call, written in the call's own transaction.
+-- No constraints on purpose: the checker, not a unique index, must notice a repeat.
+CREATE SCHEMA harness;
+CREATE TABLE harness.claims (
+    id bigserial PRIMARY KEY, call_id bigint NOT NULL, job bigint, gen bigint,
+    claimed_at timestamptz, lease_end timestamptz, worker text);
+CREATE TABLE harness.heartbeats (
+    id bigserial PRIMARY KEY, call_id bigint NOT NULL, job bigint, gen bigint, result text,
+    status_after text, gen_after bigint, lease_end timestamptz,
+    at timestamptz NOT NULL DEFAULT clock_timestamp());
+CREATE TABLE harness.finalizes (
+    id bigserial PRIMARY KEY, call_id bigint NOT NULL, job bigint, gen bigint, outcome text,
+    result text, status_after text, gen_after bigint, next_at timestamptz, attempts int,
+    max_attempts int, txn_start timestamptz NOT NULL DEFAULT now(),
+    at timestamptz NOT NULL DEFAULT clock_timestamp());
+"""
+
+# The claim and its witness in one statement (one transaction). `c` is referenced twice,
+# so it is materialized: sendjobs_claim runs once.
+CLAIM_SQL = """
+WITH c AS MATERIALIZED (SELECT * FROM sendjobs_claim(%s::int, %s::interval, %s::text)),
+     w AS (INSERT INTO harness.claims (call_id, job, gen, claimed_at, lease_end, worker)
+           SELECT %s, id, claim_generation, claimed_at, lease_expires_at, %s FROM c)
+SELECT id, claim_generation, lease_expires_at, claimed_at, payload, transaction_id,
+       idempotency_key, attempts, max_attempts
+  FROM c ORDER BY next_attempt_at, id"""
+
+HEARTBEAT_WITNESS_SQL = """
+INSERT INTO harness.heartbeats (call_id, job, gen, result, status_after, gen_after, lease_end)
+SELECT %s, %s, %s, %s, status, claim_generation, lease_expires_at FROM public.send_jobs WHERE id = %s
+RETURNING lease_end"""
+
+FINALIZE_WITNESS_SQL = """
+INSERT INTO harness.finalizes (call_id, job, gen, outcome, result, status_after, gen_after,
+                               next_at, attempts, max_attempts)
+SELECT %s, %s, %s, %s, %s, status, claim_generation, next_attempt_at, attempts, max_attempts
+  FROM public.send_jobs WHERE id = %s
+RETURNING status_after, gen_after, next_at, attempts, max_attempts"""
+
+FINALIZE_BATCH_WITNESS_SQL = """
+INSERT INTO harness.finalizes (call_id, job, gen, outcome, result, status_after, gen_after,
+                               next_at, attempts, max_attempts)
+SELECT v.call_id, v.job, v.gen, %s, v.result, j.status, j.claim_generation, j.next_attempt_at,
+       j.attempts, j.max_attempts
+  FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::text[]) AS v(call_id, job, gen, result)
+  JOIN public.send_jobs AS j ON j.id = v.job
+RETURNING job, status_after, gen_after, next_at, attempts, max_attempts"""
+
+
+# ----------------------------------------------------------------------------------
+# reading the database back, for the checker
+# ----------------------------------------------------------------------------------
+
+def read_database(conn):
+    """Everything the checker needs from the database, as plain dicts."""
+    db = {}
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, status, claim_generation, attempts, max_attempts, transaction_id,"
+                    "       idempotency_key, next_attempt_at, lease_expires_at FROM public.send_jobs")
+        db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
+                                      "next_at", "lease_end"), r)) for r in cur.fetchall()}
+        cur.execute("SELECT job_id, transaction_id, kind, claim_generation FROM public.send_job_events")
+        db["events"] = collections.defaultdict(list)
+        for job_id, txn, kind, gen in cur.fetchall():
+            db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen})
+        cur.execute("SELECT id, status FROM public.transactions")
+        db["business"] = dict(cur.fetchall())
+        cur.execute("SELECT transaction_id, old_status, new_status FROM public.transaction_history ORDER BY id")
+        db["history"] = collections.defaultdict(list)
+        for txn, old, new in cur.fetchall():
+            db["history"][txn].append((old, new))
+        cur.execute("SELECT call_id, job, gen, claimed_at, lease_end, worker FROM harness.claims ORDER BY id")
+        db["claims"] = [dict(zip(("call", "job", "gen", "claimed_at", "lease_end", "worker"), r))
+                        for r in cur.fetchall()]
+        cur.execute("SELECT call_id, job, gen, result, status_after, gen_after, lease_end, at"
+                    "  FROM harness.heartbeats ORDER BY id")
+        db["heartbeats"] = [dict(zip(("call", "job", "gen", "result", "status", "post_gen", "lease_end", "at"), r))
+                            for r in cur.fetchall()]
+        cur.execute("SELECT call_id, job, gen, outcome, result, status_after, gen_after, next_at, attempts,"
+                    "       max_attempts, txn_start, at FROM harness.finalizes ORDER BY id")
+        db["finalizes"] = [dict(zip(("call", "job", "gen", "outcome", "result", "status", "post_gen", "next_at",
+                                     "attempts", "max_attempts", "txn_start", "at"), r)) for r in cur.fetchall()]
+    return db

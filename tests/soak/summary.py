@@ -1,0 +1,47 @@
+"""The summary of a checked run: the lines the demo and the soak both print (from the
+checker's stats and the record's counters), and the two-column table they print them in.
+Each main adds its own lines (faults, run time, violations) before printing.
+"""
+
+
+def summary_lines(ctx, stats):
+    """The lines both the demo and the soak print about a checked run."""
+    c = ctx.record.counters
+    codes = stats.get("partner_codes", {})
+    g = lambda k: stats.get(k, 0)  # noqa: E731
+    return [
+        ("jobs", f"{g('jobs')}  (sent {g('sent')}, failed {g('failed')}: 422 -> 'failed' {g('failed_direct')},"
+                 f" retry -> failed at max_attempts {g('failed_by_max_attempts')})"),
+        ("events (outbox rows)", f"{g('events')}"),
+        ("claims", f"{g('claims')} witnessed  (re-claimed after lease expiry {g('reclaims_after_expiry')},"
+                   f" after retry {g('reclaims_after_retry')}; committed but never seen by their worker"
+                   f" {g('claims_invisible')}; longest wait past an expired lease {g('max_reclaim_delay'):.3f} s)"),
+        ("sends (partner requests)", f"{g('partner_requests')}  (200: {codes.get(200, 0)},"
+                                     f" 500: {codes.get(500, 0)}, 422: {codes.get(422, 0)})"),
+        ("re-sends", f"{g('resends')} on {g('resent_jobs')} jobs  (after partner error + retry:"
+                     f" {g('resends_after_retry')}, after a lease expiry: {g('resends_after_expiry')};"
+                     f" each checked: claimed and sent at/after the previous holder's lease end or retry time)"),
+        ("duplicate deliveries", f"{g('duplicate_deliveries')}  (a 2nd+ HTTP 200 for one job: at-least-once,"
+                                 f" each after a lease expiry)"),
+        ("finalizes", f"{g('finalize_calls')} (by sendjobs_finalize_batch: {g('finalize_batched')} in"
+                      f" {c['finalize_batch_calls']} calls): applied {g('finalize_applied')}, stale {g('finalize_stale')},"
+                      f" unknown {g('finalize_unknown')} (committed {g('finalize_unknown_committed')},"
+                      f" not committed {g('finalize_unknown_not_committed')})"),
+        ("stale finalizes refused", f"{g('stale_finalizes')}  (late finalizes after a pause:"
+                                    f" stale {c['late_finalize_stale']}, applied {c['late_finalize_applied']};"
+                                    f" woken while a newer claim held the job {c['pause_woken_while_reclaimed']})"),
+        ("heartbeats", f"applied {c['heartbeat_applied']}, stale {c['heartbeat_stale']},"
+                       f" unknown {g('heartbeat_unknown')}  (slow sends {c['slow_sends']};"
+                       f" jobs dropped after a stale heartbeat {c['dropped_after_stale_heartbeat']})"),
+        ("retries", f"with retry_at {c['retry_retry_at']}, with backoff (retry_at NULL) {c['retry_backoff']}"),
+        ("sends after own lease", f"{g('sends_after_own_lease')}  (information: a send that started after its"
+                                  f" claim's lease end)"),
+        ("guard refusals", f"{c['guard_refusals']} of {c['guard_attempts']} flips tried  "
+                           f"(rowcount 0: {c['guard_refusals_rowcount0']}, with WARNING: {c['guard_warnings']})"),
+    ]
+
+
+def print_table(lines):
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"   {k:<{width}}  {v}")
