@@ -2,10 +2,10 @@
 """The sendjobs benchmark grid: E (the extension) vs S (its SQL sent by the client) vs
 P (the same logic in PL/pgSQL) vs F (the floor: two single-row UPDATE transactions).
 
-Run it through bench/run.sh, which owns the throwaway cluster; this script connects to
-the server run.sh started (--host/--port), loads the tables, runs pgbench over the grid,
-and appends one CSV row per run to <results>/runs.csv (plus meta.json and the generated
-SQL). bench/report.py turns those into BENCHMARKS.md and the plots.
+Run it through bench/run.sh, which starts it inside a throwaway cluster (tests/cluster.py);
+this script connects to that server (--host/--port), loads the tables, runs pgbench over
+the grid, and appends one CSV row per run to <results>/runs.csv (plus meta.json and the
+generated SQL). bench/report.py turns those into BENCHMARKS.md and the plots.
 """
 
 import argparse
@@ -15,13 +15,15 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psycopg2
+try:
+    import psycopg2
+except ImportError:   # --dry-run and --help need no database; a run does (main() says so)
+    psycopg2 = None
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 import sqlgen  # noqa: E402
@@ -414,7 +416,8 @@ def machine_meta(args, statements):
         "settings": [f"{n} = {s}{(' ' + u) if u else ''}" for n, s, u in settings],
         "settings_cli": args.settings,
         "so": so_meta,
-        "statements_in_so": sqlgen.check_against_so(statements, SO_PATH),
+        "statements_in_so": sqlgen.check_against_so(REPO, SO_PATH),
+        "statement_files_s_p": sqlgen.files_of(statements),
         "grid": {"duration_s": args.duration, "reps": args.reps, "clients": args.clients,
                  "batches": args.batches, "backlogs": args.backlogs, "arms": args.arms,
                  "sent": None if args.no_sent else {"clients": args.sent_clients,
@@ -439,22 +442,32 @@ def main(argv):
         for p in plan:
             log("   " + " ".join(map(str, p)))
         return 0
+    if psycopg2 is None:
+        raise SystemExit(f"bench: no psycopg2 in {sys.executable}: run it with /usr/bin/python3 "
+                         "(apt package python3-psycopg2), as bench/run.sh does")
 
     args.results.mkdir(parents=True, exist_ok=True)
     sql_dir = args.results / "sql"
     sql_dir.mkdir(exist_ok=True)
-    for name, text in statements.items():
-        (sql_dir / f"extracted_{name}.sql").write_text(text.strip() + "\n")
+    for name, text in statements.items():   # the text S and P derive their SQL from
+        (sql_dir / f"statement_{name}.sql").write_text(text.strip() + "\n")
     meta = machine_meta(args, statements)
     meta["estimate_s"] = round(est)
     meta["runs_planned"] = len(plan)
     meta["results_dir"] = str(args.results)
     (args.results / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     so_stamp = so_fingerprint()
+    in_so = meta["statements_in_so"]
+    log(f"== bench: statement files in {SO_PATH}, byte for byte: "
+        + ", ".join(f"{k} {'yes' if v else 'NO' if v is False else '?'}" for k, v in in_so.items()))
     missing = [k for k, v in meta["statements_in_so"].items() if v is False]
     if missing:
-        log(f"== bench: WARNING: {', '.join(missing)} from src/ is not in the installed {SO_PATH}: "
-            "S/P do not run the same text as E (rebuild/reinstall, or check out the matching source)")
+        used = [k for k in missing if k in meta["statement_files_s_p"]]
+        log(f"== bench: WARNING: {', '.join(f'{sqlgen.STATEMENT_DIR}/{k}' for k in missing)} "
+            f"not in the installed {SO_PATH} byte for byte: "
+            + ("S/P do not run the same text as E" if used else
+               "the .so was not built from these statement files (S/P's are in it)")
+            + " (rebuild/reinstall, or check out the matching source)")
 
     csv_path = args.results / "runs.csv"
     with open(csv_path, "w", newline="") as f:

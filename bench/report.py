@@ -530,10 +530,19 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
     lines.append(f"- extension under test (E): `{so.get('path', '?')}` sha256 `{so.get('sha256', '?')}…`, "
                  f"installed {so.get('mtime', '?')}")
     sis = meta.get("statements_in_so") or {}
-    same = all(v for v in sis.values()) if sis else None
-    lines.append("- S/P statements byte-identical to the ones compiled into that .so: "
-                 + ("**yes**" if same else "**NO** (" + ", ".join(k for k, v in sis.items() if not v) + ")"
-                    if sis else "unknown"))
+    if not sis or any(v is None for v in sis.values()):
+        verdict = "unknown"
+    elif all(sis.values()):
+        verdict = "**yes**"
+    else:
+        verdict = "**NO** (" + ", ".join(k for k, v in sis.items() if not v) + ")"
+    if sis and all(k.endswith(".sql") for k in sis):
+        # Since sql/statements/: every statement file, checked whole (the .so embeds the files).
+        used = ", ".join(f"`{f}`" for f in meta.get("statement_files_s_p") or []) or "?"
+        lines.append(f"- statement files (all {len(sis)} of `sql/statements/`; S/P run those of {used}) "
+                     f"byte-identical to the ones compiled into that .so: {verdict}")
+    else:   # a run from before sql/statements/: one entry per statement
+        lines.append(f"- S/P statements byte-identical to the ones compiled into that .so: {verdict}")
     lines.append("")
 
     lines.append("Arms: **E** the extension's functions; **S** the same statements the extension runs, sent "
@@ -623,7 +632,8 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
                  f"before each run: {g.get('vacuum_before_each_run')}")
     lines.append(f"- data loads: {meta.get('load')}")
     lines.append(f"- raw data: `{rel(meta.get('results_dir', 'bench/results'))}/runs.csv` (one row per run), "
-                 "`meta.json`, and `sql/` (the exact scripts, functions and extracted statements that ran)")
+                 "`meta.json`, and `sql/` (the exact scripts, functions and table copies that ran, and the "
+                 "statements S and P were derived from)")
     lines.append("")
     report_path.write_text("\n".join(lines) + "\n")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sendjobs benchmark suite: E (the extension) vs S (the same SQL, client-prepared)
 # vs P (the same logic in PL/pgSQL) vs F (the floor), with pgbench, on a throwaway
-# PostgreSQL 15 cluster that this script creates and always removes.
+# PostgreSQL 15 cluster (tests/cluster.py: created under /tmp, always removed).
 #
 #   bash bench/run.sh              # the full grid (about 55 minutes; run it on a quiet machine)
 #   bash bench/run.sh --quick      # a tiny grid with 2-second runs (a few minutes), for development
@@ -71,28 +71,17 @@ fi
 # Fail on a bad option before creating anything.
 "$PYTHON" bench/bench.py --host x --port 0 --dry-run "${BENCH_ARGS[@]}" >/dev/null
 
-# --- a throwaway cluster ---------------------------------------------------------------------
-WORK="$(make_workdir sendjobs-bench)"
-DATA="$WORK/data"
-PGLOG="$WORK/postgres.log"
+# --- a throwaway cluster -----------------------------------------------------------------
+# tests/cluster.py creates it, runs bench.py against it, then stops it and removes its
+# folder, pass or fail (and prints the server log's last errors when bench.py failed).
+# A signal that ends this script waits for that cleanup: bash runs these traps once its
+# foreground child (cluster.py, which forwards the signal to bench.py) has exited.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-cleanup() {
-  local rc=$?
-  set +e
-  if [ -f "$DATA/postmaster.pid" ]; then
-    log "stopping the benchmark cluster"
-    as_owner "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1
-  fi
-  if [ "$rc" != 0 ] && [ -f "$PGLOG" ]; then
-    echo "-- server log, last errors ($PGLOG):"
-    grep -E 'ERROR|FATAL|PANIC|terminated by signal' "$PGLOG" | tail -n 15 | cut -c 1-300
-  fi
-  rm -rf "$WORK"
-  exit "$rc"
-}
-cleanup_on_exit cleanup
-
-# The fixed settings; the report lists them as the server reports them.
+# The fixed settings (after cluster.py's own, which they override); the report lists them
+# as the server reports them.
 SETTINGS=(
   -c listen_addresses=127.0.0.1
   -c max_connections=50
@@ -106,24 +95,21 @@ SETTINGS=(
   -c jit=off                     # no JIT compile noise in the per-run bookkeeping queries
   -c log_checkpoints=off
 )
-SETTINGS_TEXT="$(printf '%s ' "${SETTINGS[@]}" | sed 's/ -c / /g; s/^-c //')"
+SETTINGS_TEXT="$(printf '%s ' "${SETTINGS[@]}" | sed 's/ -c / /g; s/^-c //; s/ $//')"
 
-log "initdb in $DATA"
-as_owner "$PGBIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
-
-PORT="$(free_port)"
-log "starting PostgreSQL 15 on 127.0.0.1:$PORT (socket in $WORK)"
-as_owner "$PGBIN/pg_ctl" -D "$DATA" -l "$PGLOG" -w -t 60 start \
-  -o "-p $PORT -k $WORK $(printf '%s ' "${SETTINGS[@]}")" >/dev/null
-
+log "starting the benchmark cluster (tests/cluster.py)"
 set +e
-"$PYTHON" bench/bench.py --host "$WORK" --port "$PORT" --results "$RESULTS" \
-  --command "$COMMAND" --settings "$SETTINGS_TEXT" "${BENCH_ARGS[@]}"
+# bench.py's --host/--port come from cluster.py's PGHOST/PGPORT, expanded by the inner
+# shell; the other arguments pass through unchanged as "$@".
+"$PYTHON" tests/cluster.py run --name sendjobs-bench --stop-mode immediate "${SETTINGS[@]}" -- \
+  bash -c 'exec "$0" bench/bench.py --host "$PGHOST" --port "$PGPORT" "$@"' \
+  "$PYTHON" --results "$RESULTS" --command "$COMMAND" --settings "$SETTINGS_TEXT" "${BENCH_ARGS[@]}"
 rc=$?
 set -e
 if [ "$rc" != 0 ] && [ "$KEEP_GOING" = 0 ]; then
   log "the benchmark failed (exit $rc); no report written (--keep-going writes one from the partial data)"
   exit "$rc"
 fi
+# The cluster is gone by now: the report reads the results folder only.
 "$PYTHON" bench/report.py --results "$RESULTS" --report "$REPORT" --plots "$PLOTS"
 exit "$rc"

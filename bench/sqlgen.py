@@ -1,10 +1,11 @@
-"""The SQL of the benchmark arms, derived from the extension's own source.
+"""The SQL of the benchmark arms, derived from the extension's own statement files.
 
 S and P must run *the statements the extension runs*. Rather than keeping hand copies
-that drift, the statements are read out of src/claim.rs, src/finalize.rs and
-src/link.rs at run time (the Rust string literals, unescaped), and each is checked
-byte for byte against the installed sendjobs.so: the report says whether S/P ran the
-same text as the .so that E ran.
+that drift, they are read at run time from the files the extension compiles in,
+sql/statements/*.sql (src/statements.rs embeds each with include_str!), with the same
+rule for the variants a file holds (variant_text()). Each statement file is checked
+byte for byte against the installed sendjobs.so (check_against_so()): the report says
+whether S/P ran the same text as the .so that E ran.
 
 Only the parameters are replaced:
   S  $1 (the clock)   -> a MATERIALIZED CTE `clock` holding clock_timestamp(), read once
@@ -24,98 +25,104 @@ import re
 from pathlib import Path
 
 # --------------------------------------------------------------------------------------
-# Reading Rust string literals
+# The statements, from sql/statements/
+
+STATEMENT_DIR = "sql/statements"
+
+# The statements S and P run: name (as in src/statements.rs) -> (file, variant or None).
+# The same mapping as src/statements.rs, kept here by hand (this module reads no Rust).
+STATEMENTS = {
+    "CLAIM_ANY_QUEUE": ("claim.sql", "any_queue"),
+    "CLAIM_ONE_QUEUE": ("claim.sql", "one_queue"),
+    "FINALIZE_BATCH": ("finalize.sql", "batch"),
+    "FINALIZE_ONE": ("finalize.sql", "one"),
+    "LINK_CURRENT": ("link_current.sql", None),
+}
 
 
-def _unescape_rust(lit):
-    """The value of the body of a Rust "..." literal (the escapes the sources use)."""
+def variant_text(text, wanted, path="a statement file"):
+    """The text of variant `wanted` (None: a file without variants) of a statement file,
+    without comment lines: src/statements.rs `variant()`, line for line. The lines after
+    `--- variant NAME` belong to NAME only, up to the next `--- variant` or `--- end`
+    (any other `--- ` line ends a variant too); every other line belongs to all
+    variants; full-line comments (`--` after optional indentation) and blank lines are
+    dropped; the lines kept keep their indentation and end with a newline."""
+    keep = True
+    found = wanted is None
     out = []
-    i = 0
-    while i < len(lit):
-        c = lit[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = lit[i + 1]
-        if nxt == "\n":  # line continuation: drop the newline and the next line's indent
-            i += 2
-            while i < len(lit) and lit[i] in " \t\n\r":
-                i += 1
-            continue
-        out.append({"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "\0"}[nxt])
-        i += 2
+    lines = text.split("\n")
+    if lines and lines[-1] == "":   # Rust's str::lines(): no empty last line, "\r\n" too
+        lines.pop()
+    for line in lines:
+        if line.endswith("\r"):
+            line = line[:-1]
+        code = line.lstrip()
+        if code.startswith("--- "):
+            marker = code[len("--- "):].strip()
+            if marker.startswith("variant "):
+                keep = marker[len("variant "):].strip() == wanted
+                found = found or keep
+            else:   # `--- end`
+                keep = True
+        elif keep and code and not code.startswith("--"):
+            out.append(line + "\n")
+    if not found:
+        raise SystemExit(f"bench: no variant {wanted!r} in {path}")
     return "".join(out)
 
 
-_LIT = r'"((?:[^"\\]|\\.)*)"'
-
-
-def _const(text, name, path):
-    m = re.search(r"const\s+" + name + r"\s*:\s*&str\s*=\s*" + _LIT + r"\s*;", text, re.S)
-    if not m:
-        raise SystemExit(f"bench: cannot find `const {name}: &str = \"...\";` in {path}")
-    return _unescape_rust(m.group(1))
-
-
-def _macro_statements(text, path, macro, names):
-    """The `const NAME: &str = macro!("...", ...);` statements of `names`, with the
-    macro_rules! `macro` (a concat! of literals and `$param` fragments) expanded by hand."""
-    m = re.search(r"macro_rules!\s*" + macro + r"\s*\{\s*\((.*?)\)\s*=>\s*\{\s*concat!\((.*?)\)\s*\}\s*;\s*\}",
-                  text, re.S)
-    if not m:
-        raise SystemExit(f"bench: cannot find the {macro}! macro in {path}")
-    params = re.findall(r"\$(\w+)\s*:\s*literal", m.group(1))
-    parts = []
-    for tok in re.finditer(_LIT + r"|\$(\w+)", m.group(2), re.S):
-        parts.append(("param", tok.group(2)) if tok.group(2) else ("text", _unescape_rust(tok.group(1))))
-    out = {}
-    for name in names:
-        c = re.search(r"const\s+" + name + r"\s*:\s*&str\s*=\s*" + macro + r"!\(((?:\s*" + _LIT
-                      + r"\s*,?)+)\s*\)\s*;", text, re.S)
-        if not c:
-            raise SystemExit(f"bench: cannot find `const {name}: &str = {macro}!(...)` in {path}")
-        args = [_unescape_rust(a.group(1)) for a in re.finditer(_LIT, c.group(1), re.S)]
-        if len(args) != len(params):
-            raise SystemExit(f"bench: {name} passes {len(args)} arguments to {macro}!, which takes {len(params)}")
-        values = dict(zip(params, args))
-        out[name] = "".join(values[v] if kind == "param" else v for kind, v in parts)
-    return out
-
-
 def read_statements(repo):
+    """{name: text} of STATEMENTS, `@extschema@` left in, with the checks that the
+    shapes this harness mirrors (S's binds, P's hand-translated control flow) still hold."""
     repo = Path(repo)
-    claim_rs = (repo / "src/claim.rs").read_text()
-    finalize_rs = (repo / "src/finalize.rs").read_text()
-    link_rs = (repo / "src/link.rs").read_text()
-    st = _macro_statements(claim_rs, "src/claim.rs", "claim_sql", ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"))
-    st.update(_macro_statements(finalize_rs, "src/finalize.rs", "finalize_sql",
-                                ("FINALIZE_SQL", "FINALIZE_ONE_SQL")))
-    st["STAMP_SQL"] = _const(link_rs, "STAMP_SQL", "src/link.rs")
-    # The shapes this harness mirrors (S binds, P's hand-translated control flow): the
-    # extension runs FINALIZE_ONE_SQL for a batch of one, FINALIZE_SQL for more.
-    if "claims.len() == 1" not in finalize_rs:
-        raise SystemExit("bench: src/finalize.rs no longer picks FINALIZE_ONE_SQL for one claim; "
+    st = {}
+    for name, (file, variant) in STATEMENTS.items():
+        path = repo / STATEMENT_DIR / file
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise SystemExit(f"bench: cannot read {path}: {e}")
+        st[name] = variant_text(text, variant, f"{STATEMENT_DIR}/{file}")
+    # The extension runs FINALIZE_ONE for a batch of one, FINALIZE_BATCH for more; P and
+    # S choose the same way. (A text check of src/finalize.rs, not a parse of it.)
+    if "claims.len() == 1" not in (repo / "src/finalize.rs").read_text():
+        raise SystemExit("bench: src/finalize.rs no longer picks FINALIZE_ONE for one claim; "
                          "update p_functions()/script_s()")
-    for name in ("FINALIZE_SQL", "FINALIZE_ONE_SQL"):
+    for name in ("FINALIZE_BATCH", "FINALIZE_ONE"):
         if "$1::int8[]" not in st[name]:
-            raise SystemExit(f"bench: {name} in src/finalize.rs no longer takes $1::int8[]; "
+            raise SystemExit(f"bench: {name} ({STATEMENT_DIR}/finalize.sql) no longer takes $1::int8[]; "
                              "update p_functions()/script_s()")
-    if re.search(r"\$\d", _strip_literals(st["STAMP_SQL"])):
-        raise SystemExit("bench: STAMP_SQL in src/link.rs takes parameters now; update p_functions()")
+    if re.search(r"\$\d", _strip_literals(st["LINK_CURRENT"])):
+        raise SystemExit(f"bench: LINK_CURRENT ({STATEMENT_DIR}/link_current.sql) takes parameters now; "
+                         "update p_functions()")
     for k in ("CLAIM_ANY_QUEUE", "CLAIM_ONE_QUEUE"):
-        if not st[k].rstrip().endswith("SELECT job FROM claimed ORDER BY next_attempt_at, id"):
-            raise SystemExit(f"bench: {k} no longer ends with `SELECT job FROM claimed ...`; update sqlgen.py")
+        if not st[k].rstrip().endswith(CLAIM_TAIL):
+            raise SystemExit(f"bench: {k} ({STATEMENT_DIR}/claim.sql) no longer ends with "
+                             f"`{CLAIM_TAIL}`; update sqlgen.py")
     return st
 
 
-def check_against_so(statements, so_path):
-    """{name: True/False}: is the statement text embedded verbatim in the installed .so?"""
+def statement_files(repo):
+    """Every statement file the extension compiles in, sorted: [(name, path)]."""
+    return [(p.name, p) for p in sorted((Path(repo) / STATEMENT_DIR).glob("*.sql"))]
+
+
+def check_against_so(repo, so_path):
+    """{file name: True/False (None: no .so)} for every file of sql/statements/: is its
+    full text, byte for byte, in the installed .so? The extension embeds each file
+    verbatim (include_str!) and cuts its variants at run time, so the file, not a
+    variant's text, is what a .so built from this tree holds."""
+    files = statement_files(repo)
     try:
         data = Path(so_path).read_bytes()
     except OSError:
-        return {k: None for k in statements}
-    return {k: (v.encode() in data) for k, v in statements.items()}
+        return {name: None for name, _ in files}
+    return {name: (path.read_bytes() in data) for name, path in files}
+
+
+def files_of(names):
+    """The statement files the statements `names` come from (those S and P run)."""
+    return sorted({STATEMENTS[n][0] for n in names})
 
 
 # --------------------------------------------------------------------------------------
@@ -146,11 +153,11 @@ def with_schema(sql, schema):
 
 def add_clock_cte(sql):
     """Prefix a MATERIALIZED CTE that reads the wall clock once: `clock(now)`."""
-    stripped = sql.lstrip()
-    if not stripped.upper().startswith("WITH "):
+    m = re.match(r"\s*WITH\s+", sql, re.I)   # "WITH\n" too (finalize.sql)
+    if not m:
         raise SystemExit("bench: expected a statement starting with WITH")
     return ("WITH clock AS MATERIALIZED (SELECT pg_catalog.clock_timestamp() AS now),\n"
-            + stripped[len("WITH "):])
+            + sql[m.end():])
 
 
 CLOCK = "(SELECT clock.now FROM clock)"
@@ -201,7 +208,7 @@ def p_functions(st, s):
     def fin(key):
         return subst(with_schema(st[key], s), {
             1: "p_ids", 2: "p_generations", 3: "p_outcome", 4: "v_now", 5: "p_retry_at",
-            6: "v_backoff_base", 7: "v_backoff_max", 8: "p_error"})
+            6: "v_backoff_base", 7: "v_backoff_max", 8: "p_error"}).rstrip()
 
     def fin_loop(key):   # the Rust result loop of finalize(), once per statement
         return f"""        FOR v_id, v_status, v_txn, v_known IN
@@ -223,7 +230,7 @@ def p_functions(st, s):
             RETURN NEXT;
         END LOOP;"""
 
-    stamp = with_schema(st["STAMP_SQL"], s)
+    stamp = with_schema(st["LINK_CURRENT"], s).rstrip()
     # GUCs: the extension reads its own (registered when its library is loaded). A
     # backend that never loaded sendjobs.so has no such setting: current_setting(.., true)
     # gives NULL and the extension's documented default applies.
@@ -336,10 +343,10 @@ BEGIN
     v_backoff_base := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_base', true)::interval) * 1000, 10000);
     v_backoff_max := coalesce(extract(epoch FROM current_setting('sendjobs.retry_backoff_max', true)::interval) * 1000, 3600000);
 
-    IF cardinality(p_ids) = 1 THEN   -- src/finalize.rs: one claim, FINALIZE_ONE_SQL
-{fin_loop("FINALIZE_ONE_SQL")}
+    IF cardinality(p_ids) = 1 THEN   -- src/finalize.rs: one claim, FINALIZE_ONE
+{fin_loop("FINALIZE_ONE")}
     ELSE
-{fin_loop("FINALIZE_SQL")}
+{fin_loop("FINALIZE_BATCH")}
     END IF;
 
     IF cardinality(v_stamp_txn) > 0 THEN   -- src/link.rs: TransactionLink::current + stamp
@@ -430,8 +437,8 @@ def script_s(st, schema, variant):
             1: ":ids", 2: ":gens", 3: ":outcome", 4: CLOCK,
             5: "now()" if variant == "retry" else "NULL::timestamptz",
             6: ":backoff_base", 7: ":backoff_max", 8: "NULL::text"}))) + ";\n"
-    # As the extension does: FINALIZE_ONE_SQL for one claim, FINALIZE_SQL for more.
-    fin = "\\if :batch = 1\n" + fin("FINALIZE_ONE_SQL") + "\\else\n" + fin("FINALIZE_SQL") + "\\endif\n"
+    # As the extension does: FINALIZE_ONE for one claim, FINALIZE_BATCH for more.
+    fin = "\\if :batch = 1\n" + fin("FINALIZE_ONE") + "\\else\n" + fin("FINALIZE_BATCH") + "\\endif\n"
     out = _one_line(claim) + " \\gset\n"
     if variant == "retry":
         return out + fin
