@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
-# Runs every test of sendjobs: the in-database pgrx tests (incl. the model-based test),
-# the SQL regression tests and the isolation specs (scripts/test-sql.sh), and the short
-# chaos and failover soaks (scripts/soak.sh), each against its own throwaway cluster.
+# Runs every test of sendjobs, each against its own throwaway cluster:
+#   1. cargo fmt --check and cargo clippy -D warnings;
+#   2. the in-database pgrx tests, with the model-based test (cargo pgrx test);
+#   3. the upgrade test (tests/upgrade): a database of the previous release, upgraded
+#      while a worker runs, then the SQL suites on an extension created through the
+#      upgrade path;
+#   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation);
+#   5. the short chaos soak and the failover soak (scripts/soak.sh).
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 
 log=$(mktemp /tmp/sendjobs-test-log.XXXXXX)
 pgrx_data=$(mktemp -u /tmp/sendjobs-pgrx-test.XXXXXX)   # created by the postgres user
 cleanup() { rm -rf "$pgrx_data" "$log" 2>/dev/null || sudo rm -rf "$pgrx_data"; }
 trap cleanup EXIT
 
-sudo_flag=()
-[ "$(id -u)" = 0 ] || sudo_flag=(--sudo)
+echo "== format and lints =="
+cargo fmt --check
+cargo clippy --all-targets --features "pg15 pg_test" -- -D warnings
 
 echo "== pgrx tests (cargo pgrx test) =="
 cargo pgrx test pg15 --runas postgres --pgdata "$pgrx_data" 2>&1 | tee -a "$log"
 
-echo "== installing the extension (no test schema) =="
-cargo pgrx install "${sudo_flag[@]}" --pg-config "$PG_CONFIG" >/dev/null
+# The extension as users install it (no test schema), as a package: the upgrade test
+# installs it by renames while a server runs.
+echo "== building the extension package =="
+package=target/test-package
+rm -rf "$package"
+package_extension "$package" debug
+install_package "$package"
+
+echo "== upgrade test =="
+bash tests/upgrade/upgrade.sh "$package" 2>&1 | tee -a "$log"
 
 echo "== SQL regression tests and isolation specs =="
-bash scripts/test-sql.sh 2>&1 | tee -a "$log"
+bash scripts/test-sql.sh "fresh install" 2>&1 | tee -a "$log"
 
 echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
 
-# One closing line for the whole run: tests that passed across the suites (each soak
-# counts as one test; a failing soak has already stopped the script).
+# One closing line for the whole run: tests that passed across the suites (the upgrade
+# scenario and each soak count as one test; a failing one has already stopped the script).
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
-sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{print $1 + $2}')
-echo "sendjobs: $((pgrx_passed + sql_passed + 2)) passed, 0 failed"
+sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{s += $1 + $2} END {print s + 0}')
+echo "sendjobs: $((pgrx_passed + sql_passed + 3)) passed, 0 failed"

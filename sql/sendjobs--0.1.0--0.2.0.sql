@@ -1,0 +1,73 @@
+-- sendjobs 0.1.0 -> 0.2.0: the catalog explains itself. No change to tables, functions
+-- or behaviour; every object gets its COMMENT (the statements of sql/comments.sql, which
+-- a fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal).
+\echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.0'" to load this file. \quit
+
+-- Functions: the API.
+COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) IS
+    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts).';
+COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
+    'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, oldest next_attempt_at first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue.';
+COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
+    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: one send_job_events row and the linked business row stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
+COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
+    'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id and applied or stale.';
+COMMENT ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) IS
+    'Extends the lease of the claim (id, generation) to now + lease (NULL: sendjobs.default_lease): applied while that claim is current; stale tells the worker it lost the job and must stop.';
+COMMENT ON FUNCTION @extschema@.sendjobs_guard_terminal(regclass, name, text[], text[]) IS
+    'Attaches the terminal guard to a business table (trigger zz_sendjobs_guard_terminal, BEFORE UPDATE FOR EACH ROW): a status column leaves a terminal value only through a declared exit (from:to). sendjobs.guard_action decides whether a refusal skips the row with a WARNING or fails with 23514.';
+COMMENT ON FUNCTION @extschema@.sendjobs_guard_terminal_trigger() IS
+    'The terminal guard''s trigger function, usable in CREATE TRIGGER ... BEFORE UPDATE ... FOR EACH ROW. Arguments (all optional): status column (status), terminal values as a text[] literal ({success,failed}), exits as from:to pairs ({failed:pending}).';
+COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text) IS
+    'Declares the business table that send_jobs.transaction_id points at: an applied sent/failed finalize then sets that row''s status column to on_sent/on_failed in the same transaction, through any guard. Calling it again replaces the link.';
+COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
+    'Removes the transaction link: finalizes stop stamping business rows.';
+
+-- Functions: internal helpers, not for callers.
+COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) IS
+    'Internal: the row rule of send_jobs, called by its CHECK send_jobs_state_check (a lease exactly while in_flight, finished_at exactly when terminal, counters in range). Not part of the API.';
+COMMENT ON FUNCTION @extschema@.sendjobs_forget_dropped_link() IS
+    'Internal: the event trigger sendjobs_forget_dropped_link, which removes the transaction link when its table is dropped. Not part of the API.';
+COMMENT ON EVENT TRIGGER sendjobs_forget_dropped_link IS
+    'sendjobs: removes the transaction link when the linked table is dropped.';
+
+-- send_jobs
+COMMENT ON COLUMN @extschema@.send_jobs.id IS 'The job''s id, returned by sendjobs_enqueue.';
+COMMENT ON COLUMN @extschema@.send_jobs.queue IS 'The partner or channel; sendjobs_claim can take from one queue only.';
+COMMENT ON COLUMN @extschema@.send_jobs.payload IS 'What to send, as the producer gave it.';
+COMMENT ON COLUMN @extschema@.send_jobs.transaction_id IS 'Key of the business row this send belongs to (see sendjobs_link_transactions), or NULL.';
+COMMENT ON COLUMN @extschema@.send_jobs.idempotency_key IS 'Unique when set: enqueueing a key again returns the existing job.';
+COMMENT ON COLUMN @extschema@.send_jobs.status IS 'pending, in_flight, sent or failed (sent and failed are terminal; cancelled is reserved).';
+COMMENT ON COLUMN @extschema@.send_jobs.attempts IS 'Claims so far; each claim adds one.';
+COMMENT ON COLUMN @extschema@.send_jobs.max_attempts IS 'A retry finalize with attempts >= max_attempts fails the job instead.';
+COMMENT ON COLUMN @extschema@.send_jobs.next_attempt_at IS 'When the job is due; also its place in the claim order (an expired lease keeps it).';
+COMMENT ON COLUMN @extschema@.send_jobs.claimed_at IS 'When the last claim was made (database clock).';
+COMMENT ON COLUMN @extschema@.send_jobs.lease_expires_at IS 'End of the current claim''s lease, exactly while in_flight; after it the job can be claimed again.';
+COMMENT ON COLUMN @extschema@.send_jobs.claim_generation IS 'The fencing token: grows by one with every claim; finalize and heartbeat apply only with the current one.';
+COMMENT ON COLUMN @extschema@.send_jobs.last_error IS 'The error of the last failed or retry finalize that gave one.';
+COMMENT ON COLUMN @extschema@.send_jobs.created_at IS 'When the job was enqueued.';
+COMMENT ON COLUMN @extschema@.send_jobs.finished_at IS 'When the job became terminal; NULL until then.';
+COMMENT ON CONSTRAINT send_jobs_state_check ON @extschema@.send_jobs IS
+    'The row rule (sendjobs_job_state_is_valid): known status, a lease and claim time exactly while in_flight, finished_at exactly when terminal, counters in range.';
+COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
+COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
+COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
+COMMENT ON INDEX @extschema@.send_jobs_idempotency_key_idx IS 'Idempotency keys are unique when set (partial: jobs without a key have no entry).';
+
+-- send_job_events
+COMMENT ON COLUMN @extschema@.send_job_events.id IS 'The event''s id, in staging order.';
+COMMENT ON COLUMN @extschema@.send_job_events.job_id IS 'The finished job; unique (one event per job).';
+COMMENT ON COLUMN @extschema@.send_job_events.transaction_id IS 'The job''s transaction_id when it finished.';
+COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent or failed: how the job finished.';
+COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The claim whose applied finalize finished the job.';
+COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the finalize applied (database clock).';
+
+-- sendjobs_transaction_link
+COMMENT ON TABLE @extschema@.sendjobs_transaction_link IS
+    'sendjobs: the business table applied terminal finalizes stamp (at most one row; written by sendjobs_link_transactions).';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.singleton IS 'Always true: there is at most one link.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.tbl IS 'The business table.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.key_column IS 'Its column that send_jobs.transaction_id matches.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.status_column IS 'Its status column, set by applied terminal finalizes.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_sent IS 'The status a sent job gives its business row.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_failed IS 'The status a failed job gives its business row.';

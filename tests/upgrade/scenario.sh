@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Inside the upgrade test's cluster (tests/upgrade/upgrade.sh runs this through
+# tests/cluster.py, with the previous release installed): fill a database, start a
+# worker, install this release's files, ALTER EXTENSION ... UPDATE, check everything.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/lib.sh
+log() { printf '== scenario.sh: %s\n' "$*"; }
+sql() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+"$PGBIN/createdb" upgrade
+log "filling a database at release $(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control")"
+sql -d upgrade -f tests/upgrade/populate.sql -o /dev/null
+
+# The worker: 2 clients, a new connection per transaction, for 12 s; pgbench exits
+# non-zero if any transaction fails (a finalize that is not applied divides by zero).
+log "worker running; files of $SENDJOBS_VERSION installed at 3 s, ALTER EXTENSION at 6 s"
+"$PGBIN/pgbench" -n -C -c 2 -T 12 -f tests/upgrade/load.sql upgrade >"$SENDJOBS_CLUSTER_DIR/pgbench.log" 2>&1 &
+worker=$!
+sleep 3
+install_package "$SENDJOBS_UPGRADE_PACKAGE"
+sleep 3
+sql -d upgrade -c "ALTER EXTENSION sendjobs UPDATE"
+if ! wait "$worker"; then
+  cat "$SENDJOBS_CLUSTER_DIR/pgbench.log"
+  echo "upgrade: the worker failed during the upgrade" >&2
+  exit 1
+fi
+grep -E '^number of (transactions actually processed|failed transactions)' "$SENDJOBS_CLUSTER_DIR/pgbench.log" || true
+
+log "checking the upgraded database"
+sql -d upgrade -v version="$SENDJOBS_VERSION" -f tests/upgrade/verify.sql -o /dev/null
+
+log "comparing its catalog with a fresh install's"
+"$PGBIN/createdb" fresh
+sql -d fresh -c "CREATE EXTENSION sendjobs"
+sql -d upgrade -f tests/upgrade/catalog.sql >"$SENDJOBS_CLUSTER_DIR/upgraded.txt"
+sql -d fresh -f tests/upgrade/catalog.sql >"$SENDJOBS_CLUSTER_DIR/fresh.txt"
+if ! diff -u "$SENDJOBS_CLUSTER_DIR/fresh.txt" "$SENDJOBS_CLUSTER_DIR/upgraded.txt"; then
+  echo "upgrade: the upgraded catalog differs from a fresh install's (- fresh, + upgraded)" >&2
+  exit 1
+fi
+log "the upgraded catalog equals a fresh install's ($(wc -l <"$SENDJOBS_CLUSTER_DIR/fresh.txt") lines)"

@@ -1,0 +1,56 @@
+-- After the upgrade: the database populate.sql filled at the previous release, and the
+-- jobs the worker ran through the upgrade, under the new release. Each check raises an
+-- error (and so fails the test) when it does not hold.
+\set ON_ERROR_STOP on
+\set SHOW_CONTEXT never
+SET client_min_messages = error;
+CREATE FUNCTION pg_temp.expect(ok boolean, what text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF ok IS NOT TRUE THEN
+        RAISE EXCEPTION 'upgrade: % does not hold', what;
+    END IF;
+END $$;
+
+SELECT pg_temp.expect(extversion = :'version', 'the extension is at the new version')
+  FROM pg_extension WHERE extname = 'sendjobs';
+
+-- The worker ran through the upgrade; what it left unclaimed is claimed and sent now.
+SELECT pg_temp.expect(bool_and(sendjobs_finalize(id, claim_generation, 'sent') = 'applied'), 'the rest of the load is sent')
+  FROM sendjobs_claim(1000, '1 minute', 'load');
+SELECT pg_temp.expect(count(*) > 0 AND bool_and(status = 'sent'), 'every load job sent')
+  FROM send_jobs WHERE queue = 'load';
+SELECT pg_temp.expect(
+    (SELECT count(*) FROM send_job_events e JOIN send_jobs j ON j.id = e.job_id WHERE j.queue = 'load')
+  = (SELECT count(*) FROM send_jobs WHERE queue = 'load'), 'one event per load job');
+
+-- Finished jobs and their events are kept as they were.
+SELECT pg_temp.expect(string_agg(concat_ws(':', id, status, claim_generation), ',' ORDER BY id)
+                      = '1:sent:1,2:failed:1', 'finished jobs unchanged')
+  FROM send_jobs WHERE id IN (1, 2);
+SELECT pg_temp.expect(string_agg(concat_ws(':', job_id, kind, claim_generation), ',' ORDER BY job_id)
+                      = '1:sent:1,2:failed:1', 'their events unchanged')
+  FROM send_job_events WHERE job_id <= 6;
+
+-- A claim now takes the expired lease (4, generation 2) and the due job (5), not the job
+-- whose lease still runs (3) nor the scheduled one (6).
+SELECT pg_temp.expect(string_agg(concat_ws(':', id, claim_generation), ',' ORDER BY id) = '4:2,5:1',
+                      'the claim takes exactly the expired and the due job')
+  FROM sendjobs_claim(10, '1 minute', 'default');
+
+-- The claim made before the upgrade still holds its job: its finalize applies and stamps.
+SELECT pg_temp.expect(sendjobs_finalize(3, 1, 'sent') = 'applied', 'the pre-upgrade claim finalizes');
+-- The expired claim made before the upgrade was superseded: stale; the new one applies.
+SELECT pg_temp.expect(sendjobs_finalize(4, 1, 'sent') = 'stale', 'the superseded claim is stale');
+SELECT pg_temp.expect(sendjobs_finalize(4, 2, 'failed', 'partner said no') = 'applied', 'the new claim applies');
+SELECT pg_temp.expect(sendjobs_finalize(5, 1, 'sent') = 'applied', 'the due job finalizes');
+SELECT pg_temp.expect(string_agg(concat_ws(':', id, status), ',' ORDER BY id) = 'tx-1:success,tx-2:failed,tx-3:success,tx-4:failed,tx-5:success,tx-6:pending',
+                      'business rows stamped through the link')
+  FROM transactions;
+
+-- The guard still holds, and idempotency keys still find their jobs.
+UPDATE transactions SET status = 'failed' WHERE id = 'tx-1';
+SELECT pg_temp.expect(status = 'success', 'the guard refuses a terminal flip') FROM transactions WHERE id = 'tx-1';
+SELECT pg_temp.expect(sendjobs_enqueue('{}', idempotency_key => 'k6') = 6, 'an idempotency key finds its job');
+SELECT pg_temp.expect(status = 'pending' AND next_attempt_at > now(), 'the scheduled job waits')
+  FROM send_jobs WHERE id = 6;
+SELECT 'upgrade checks passed' AS result;
