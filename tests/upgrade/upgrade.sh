@@ -25,6 +25,9 @@ build=$REPO/target/upgrade-previous
 prev_pkg=$build/package-$prev_version
 if [ ! -f "$prev_pkg/$EXTDIR/sendjobs--$prev_version.sql" ]; then
   log "building release $prev_version from commit $prev_commit"
+  if ! git cat-file -e "$prev_commit^{commit}" 2>/dev/null; then
+    git fetch -q --unshallow 2>/dev/null || true   # a shallow clone lacks older commits
+  fi
   rm -rf "$build/src" "$prev_pkg"
   mkdir -p "$build/src"
   git archive "$prev_commit" | tar -x -C "$build/src"
