@@ -13,9 +13,8 @@ use pgrx::PgRelation;
 use crate::catalog::{column_type, require_table, table_display};
 use crate::config::{self, GuardAction};
 use crate::errors::{self, or_raise, required, SendJobsError};
-use crate::spi_plans::extension_schema;
-use crate::spi_plans::first_value;
-use crate::sql_name::SqlName;
+use crate::spi_plans::{extension_schema, first_value, select, within, Scope};
+use crate::sql_types::SqlName;
 use crate::statements::PRIMARY_KEY_COLUMNS;
 
 const DEFAULT_COLUMN: &str = "status";
@@ -129,16 +128,18 @@ fn guard_terminal(
                 &rule.exits.iter().map(|(from, to)| format!("{from}:{to}")).collect::<Vec<_>>(),
             )?),
         );
-        client.update(create.as_str(), None, &[])?;
+        within(Scope::Caller, || {
+            Ok(client.update(create.as_str(), None, &[])?)
+        })?;
         Ok(())
     })
 }
 
 /// A text[] literal, as Postgres itself writes it (quoting included).
 fn array_literal(client: &SpiClient<'_>, values: &[String]) -> errors::Result<String> {
-    first_value::<String>(client.select(
+    first_value::<String>(select(
+        client,
         "SELECT $1::pg_catalog.text",
-        Some(1),
         &[values.to_vec().into()],
     )?)?
     .ok_or_else(|| SendJobsError::Internal("could not format a text[] literal".into()))
@@ -152,9 +153,9 @@ thread_local! {
 }
 
 fn parse_array(client: &SpiClient<'_>, literal: &str) -> errors::Result<Vec<String>> {
-    let values = first_value::<Vec<Option<String>>>(client.select(
+    let values = first_value::<Vec<Option<String>>>(select(
+        client,
         "SELECT $1::pg_catalog.text[]",
-        Some(1),
         &[literal.into()],
     )?)?;
     no_null_elements(values, "guard argument", "an element of a guard argument")
@@ -283,15 +284,14 @@ fn row_key(trigger: &PgTrigger<'_>) -> String {
         )
     };
     let key_columns = Spi::connect(|client| {
-        client
-            .select(PRIMARY_KEY_COLUMNS.as_str(), None, &[relid.into()])?
+        select(client, &PRIMARY_KEY_COLUMNS, &[relid.into()])?
             .map(|row| {
                 Ok((
                     row.get::<i32>(1)?.unwrap_or(0),
                     row.get::<String>(2)?.unwrap_or_default(),
                 ))
             })
-            .collect::<std::result::Result<Vec<_>, pgrx::spi::SpiError>>()
+            .collect::<errors::Result<Vec<_>>>()
     });
     match key_columns {
         Ok(columns) if !columns.is_empty() => {

@@ -7,8 +7,10 @@ use pgrx::PgRelation;
 
 use crate::catalog::{column_type, require_table};
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{execute, extension_schema, plan};
-use crate::sql_name::SqlName;
+use crate::spi_plans::{
+    execute, extension_schema, plan, plan_in_callers_path, select, within, Scope,
+};
+use crate::sql_types::SqlName;
 use crate::statements::{LINK_CURRENT, LINK_SAVE, LINK_UNLINK};
 
 /// Declares the business table `send_jobs.transaction_id` points at. From now on an
@@ -52,16 +54,18 @@ fn link_transactions(
         // Both values must be valid for the status column now, not at the first finalize.
         // status_type comes from format_type, which quotes what needs quoting.
         let cast = format!("SELECT CAST($1 AS {status_type}), CAST($2 AS {status_type})");
-        client.select(cast.as_str(), Some(1), &[on_sent.into(), on_failed.into()])?;
+        select(client, &cast, &[on_sent.into(), on_failed.into()])?;
 
         // Unfinished jobs must carry transaction_ids that can be keys of the new table.
         let key_type = column_type(client, relid, &key_column.0)?;
         let schema = extension_schema(client)?;
         let unfinished = format!(
-            "SELECT count(CAST(transaction_id AS {key_type})) FROM {schema}.send_jobs
+            "SELECT pg_catalog.count(CAST(transaction_id AS {key_type})) FROM {schema}.send_jobs
               WHERE status IN ('pending', 'in_flight') AND transaction_id IS NOT NULL"
         );
-        client.select(unfinished.as_str(), Some(1), &[])?;
+        // As the caller (an admin reads send_jobs): the cast runs the key type's input
+        // and a domain's CHECK, which are the table owner's code, never as our owner.
+        select(client, &unfinished, &[])?;
 
         let save = plan(
             client,
@@ -74,9 +78,9 @@ fn link_transactions(
                 pg_sys::TEXTOID.into(),
             ],
         )?;
-        client.update(
-            &*save,
-            None,
+        execute(
+            client,
+            &save,
             &[
                 relid.into(),
                 key_column.0.as_str().into(),
@@ -94,14 +98,16 @@ fn link_transactions(
 fn sendjobs_unlink_transactions() {
     or_raise(Spi::connect_mut(|client| {
         let unlink = plan(client, &LINK_UNLINK, &[])?;
-        client.update(&*unlink, None, &[])?;
+        execute(client, &unlink, &[])?;
         Ok(())
     }))
 }
 
 /// The current link, ready to stamp business rows.
 pub struct TransactionLink {
-    stamp: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
+    /// Prepared only when a row is stamped: preparing it needs the caller's access to the
+    /// business table, which a producer (who only has its keys checked) need not have.
+    stamp_sql: String,
     key_check: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
     on_sent: String,
     on_failed: String,
@@ -129,11 +135,6 @@ impl TransactionLink {
                 "the transaction link is incomplete".into(),
             ));
         };
-        let stamp = plan(
-            client,
-            &stamp_sql,
-            &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
-        )?;
         // key_type comes from format_type, which quotes what needs quoting.
         let key_check = plan(
             client,
@@ -141,7 +142,7 @@ impl TransactionLink {
             &[pg_sys::TEXTOID.into()],
         )?;
         Ok(Some(Self {
-            stamp,
+            stamp_sql,
             key_check,
             on_sent,
             on_failed,
@@ -151,7 +152,9 @@ impl TransactionLink {
     /// Refuses a transaction_id that cannot be a key of the linked table (the key type's
     /// own input error, e.g. 22P02): such a job could never stamp its row.
     pub fn check_key(&self, client: &SpiClient<'_>, transaction_id: &str) -> Result<()> {
-        execute(client, &self.key_check, &[transaction_id.into()])?;
+        within(Scope::Caller, || {
+            Ok(client.select(&*self.key_check, None, &[transaction_id.into()])?)
+        })?;
         Ok(())
     }
 
@@ -169,8 +172,13 @@ impl TransactionLink {
         } else {
             &self.on_failed
         };
+        let stamp = plan_in_callers_path(
+            client,
+            &self.stamp_sql,
+            &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
+        )?;
         client.update(
-            &*self.stamp,
+            &*stamp,
             None,
             &[value.as_str().into(), transaction_id.into()],
         )?;

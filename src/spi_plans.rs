@@ -1,11 +1,19 @@
-//! Prepared SPI plans, kept for the life of the backend, one per statement text.
+//! How the extension runs its own SQL: prepared plans kept for the life of the backend,
+//! one per statement text, and the scope every one of our statements runs in.
 //!
-//! Statement texts (src/statements.rs) name our objects as `@extschema@.x`, as the DDL in `sql/` does; the
-//! placeholder is replaced by the extension's schema (quoted) before the text is prepared,
-//! so a caller's search_path never decides which table we touch.
+//! Statement texts (src/statements.rs) name our objects as `@extschema@.x`, as the DDL in
+//! `sql/` does; the placeholder is replaced by the extension's schema (quoted) before the
+//! text is prepared. Every statement is prepared and run with `search_path =
+//! pg_catalog, pg_temp`, so no function, operator or type that anyone planted on the
+//! caller's search_path can stand in for pg_catalog's (tests/pg_regress/sql/security.sql
+//! plants them). The queue statements also run as the extension's owner, the way
+//! Postgres runs its own foreign-key checks: callers need EXECUTE on our functions, and
+//! no privilege on the queue tables. Only the business-row stamp (src/link.rs) runs as
+//! the caller with the caller's search_path, because it fires the caller's triggers.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ffi::CStr;
 use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
@@ -18,9 +26,16 @@ use crate::statements::EXTENSION_SCHEMA;
 
 struct PlanCache {
     /// `send_jobs` of the extension the plans were made for: while this relation exists
-    /// the extension has not been dropped, so the cached schema and plans still hold.
+    /// the extension has not been dropped.
     send_jobs: pg_sys::Oid,
+    /// The extension's schema by oid, and its name when the plans were made: a renamed
+    /// schema (ALTER SCHEMA ... RENAME) makes the cache reload, with new plans.
+    namespace: pg_sys::Oid,
+    namespace_name: String,
+    /// The name, quoted for SQL text.
     schema: String,
+    /// The role the queue statements run as.
+    owner: pg_sys::Oid,
     plans: HashMap<String, Rc<OwnedPreparedStatement>>,
 }
 
@@ -30,29 +45,45 @@ thread_local! {
 
 impl PlanCache {
     fn is_current(&self) -> bool {
-        // SAFETY: a syscache probe by OID; it returns '\0' for a relation that is gone.
-        unsafe { pg_sys::get_rel_relkind(self.send_jobs) != 0 }
+        // SAFETY: syscache probes by OID; get_rel_relkind returns '\0' for a relation that
+        // is gone, get_namespace_name NULL for a schema that is gone.
+        unsafe {
+            if pg_sys::get_rel_relkind(self.send_jobs) == 0 {
+                return false;
+            }
+            let name = pg_sys::get_namespace_name(self.namespace);
+            !name.is_null() && CStr::from_ptr(name).to_bytes() == self.namespace_name.as_bytes()
+        }
     }
 
     fn load(client: &SpiClient<'_>) -> Result<Self> {
-        let row = client
-            .select(EXTENSION_SCHEMA.as_str(), Some(1), &[])?
-            .first();
-        let (schema, send_jobs) = if row.is_empty() {
-            (None, None)
-        } else {
-            row.get_two::<String, pg_sys::Oid>()?
-        };
-        match (schema, send_jobs) {
-            (Some(schema), Some(send_jobs)) => Ok(Self {
-                send_jobs,
-                schema,
-                plans: HashMap::new(),
-            }),
-            _ => Err(SendJobsError::Internal(
+        let rows = within(Scope::Caller, || {
+            Ok(client.select(EXTENSION_SCHEMA.as_str(), Some(1), &[])?)
+        })?;
+        let row = rows.first();
+        if row.is_empty() {
+            return Err(SendJobsError::Internal(
                 "extension sendjobs is not installed".into(),
-            )),
+            ));
         }
+        let missing =
+            || SendJobsError::Internal("the extension's catalog row is incomplete".into());
+        let schema = row.get::<String>(1)?.ok_or_else(missing)?;
+        let namespace = row.get::<pg_sys::Oid>(2)?.ok_or_else(missing)?;
+        let send_jobs = row.get::<pg_sys::Oid>(3)?.ok_or_else(missing)?;
+        let owner = row.get::<pg_sys::Oid>(4)?.ok_or_else(missing)?;
+        // SAFETY: the schema exists: the row above was just read from the catalog.
+        let namespace_name = unsafe { CStr::from_ptr(pg_sys::get_namespace_name(namespace)) }
+            .to_string_lossy()
+            .into_owned();
+        Ok(Self {
+            send_jobs,
+            namespace,
+            namespace_name,
+            schema,
+            owner,
+            plans: HashMap::new(),
+        })
     }
 }
 
@@ -73,11 +104,100 @@ pub fn extension_schema(client: &SpiClient<'_>) -> Result<String> {
     with_cache(client, |cache| cache.schema.clone())
 }
 
+/// Who a statement runs as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The caller, with `search_path = pg_catalog, pg_temp`: catalog look-ups, checks of
+    /// the caller's own input, DDL on the caller's own tables.
+    Caller,
+    /// The extension's owner, with `search_path = pg_catalog, pg_temp`: every statement
+    /// on the queue tables.
+    Owner(pg_sys::Oid),
+}
+
+/// The scope of the queue statements: the extension's owner.
+pub fn owner_scope(client: &SpiClient<'_>) -> Result<Scope> {
+    with_cache(client, |cache| Scope::Owner(cache.owner))
+}
+
+/// Runs `f` in `scope`: `search_path = pg_catalog, pg_temp` and generic plans for the
+/// statement alone, in a GUC nest level that is popped afterwards, and for
+/// `Scope::Owner` as the extension's owner (a local user id change, as Postgres makes
+/// for its foreign-key checks). On an error, the abort of the (sub)transaction pops the
+/// level and restores the user, as it does for a function's SET clause.
+///
+/// Why generic plans: the plan cache re-plans a statement for its parameter values
+/// ("custom plan") whenever that looks cheaper than the generic plan, and for these
+/// statements it nearly always does (a 1-element array, a LIMIT of 1), so every call
+/// paid for planning (about 0.1 ms, more than executing). Their generic plans are
+/// index-ordered and independent of the values (src/tests/plans.rs checks the claim's
+/// under a 1,000,000-row backlog).
+pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let (mut caller, mut context) = (pg_sys::InvalidOid, 0);
+    // SAFETY: the same calls the function manager makes for a function's SET clause and
+    // SECURITY DEFINER; both are undone below, or by the abort.
+    let nest_level = unsafe {
+        let nest_level = pg_sys::NewGUCNestLevel();
+        for (name, value) in [
+            (c"search_path", c"pg_catalog, pg_temp"),
+            (c"plan_cache_mode", c"force_generic_plan"),
+        ] {
+            pg_sys::set_config_option(
+                name.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+        }
+        if let Scope::Owner(owner) = scope {
+            pg_sys::GetUserIdAndSecContext(&mut caller, &mut context);
+            pg_sys::SetUserIdAndSecContext(
+                owner,
+                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+            );
+        }
+        nest_level
+    };
+    let result = f();
+    // SAFETY: restores exactly what was changed above.
+    unsafe {
+        if let Scope::Owner(_) = scope {
+            pg_sys::SetUserIdAndSecContext(caller, context);
+        }
+        pg_sys::AtEOXact_GUC(true, nest_level);
+    }
+    result
+}
+
 /// Returns the backend's prepared plan for `sql`, preparing and keeping it on first use.
+/// Prepared with `search_path = pg_catalog, pg_temp`: names resolve there for good.
 pub fn plan(
     client: &SpiClient<'_>,
     sql: &str,
     args: &[PgOid],
+) -> Result<Rc<OwnedPreparedStatement>> {
+    keep(client, sql, args, true)
+}
+
+/// `plan` for the business-row stamp alone: prepared with the caller's search_path,
+/// under which it also runs (its operators and triggers are the caller's).
+pub fn plan_in_callers_path(
+    client: &SpiClient<'_>,
+    sql: &str,
+    args: &[PgOid],
+) -> Result<Rc<OwnedPreparedStatement>> {
+    keep(client, sql, args, false)
+}
+
+fn keep(
+    client: &SpiClient<'_>,
+    sql: &str,
+    args: &[PgOid],
+    pinned: bool,
 ) -> Result<Rc<OwnedPreparedStatement>> {
     let (cached, schema) = with_cache(client, |cache| {
         (cache.plans.get(sql).cloned(), cache.schema.clone())
@@ -87,47 +207,36 @@ pub fn plan(
     }
     // Prepared outside the cache's borrow: preparing may run code that plans statements too.
     let text = sql.replace("@extschema@", &schema);
-    let prepared = Rc::new(client.prepare_mut(text.as_str(), args)?.keep());
+    let prepare = || Ok(client.prepare_mut(text.as_str(), args)?.keep());
+    let prepared = Rc::new(if pinned {
+        within(Scope::Caller, prepare)?
+    } else {
+        prepare()?
+    });
     with_cache(client, |cache| {
         cache.plans.insert(sql.to_owned(), prepared.clone())
     })?;
     Ok(prepared)
 }
 
-/// Executes one of our kept statements with its generic plan.
-///
-/// Why: the plan cache re-plans a statement for its parameter values ("custom plan")
-/// whenever that looks cheaper than the generic plan, and for these statements it
-/// nearly always does (a 1-element array, a LIMIT of 1), so every call paid for planning
-/// (about 0.1 ms, more than executing). Their generic plans are index-ordered and
-/// independent of the values (src/tests.rs checks the claim's under a 1,000,000-row
-/// backlog), so `plan_cache_mode = force_generic_plan` is set for the statement alone,
-/// in a GUC nest level that is popped afterwards (or by the abort, on error). Not used
-/// for the business-row stamp, whose triggers are the caller's.
+/// Executes one of our kept statements on the queue tables, as the extension's owner.
 pub fn execute<'conn>(
     client: &SpiClient<'conn>,
     statement: &OwnedPreparedStatement,
     args: &[DatumWithOid<'_>],
 ) -> Result<SpiTupleTable<'conn>> {
-    // SAFETY: the same calls the function manager makes for a function's SET clause.
-    let nest_level = unsafe {
-        let nest_level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"plan_cache_mode".as_ptr(),
-            c"force_generic_plan".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        nest_level
-    };
-    let rows = client.select(statement, None, args);
-    // SAFETY: pops exactly the level pushed above.
-    unsafe { pg_sys::AtEOXact_GUC(true, nest_level) };
-    Ok(rows?)
+    let scope = owner_scope(client)?;
+    within(scope, || Ok(client.select(statement, None, args)?))
+}
+
+/// A one-off query of ours (catalog look-ups, casts of the caller's input) in
+/// `Scope::Caller`.
+pub fn select<'conn>(
+    client: &SpiClient<'conn>,
+    sql: &str,
+    args: &[DatumWithOid<'_>],
+) -> Result<SpiTupleTable<'conn>> {
+    within(Scope::Caller, || Ok(client.select(sql, None, args)?))
 }
 
 /// The first column of the first row, or None when there is no row (or it is NULL).

@@ -1,5 +1,6 @@
--- The schema the extension lives in, quoted, and the oid of its send_jobs (src/spi_plans.rs).
-SELECT pg_catalog.quote_ident(n.nspname), c.oid
+-- The extension as the functions need it (src/spi_plans.rs): its schema, quoted for SQL
+-- text and by oid (a renamed schema is noticed), the oid of its send_jobs, its owner.
+SELECT pg_catalog.quote_ident(n.nspname), n.oid, c.oid, e.extowner
   FROM pg_catalog.pg_extension e
   JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
   JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'send_jobs'
