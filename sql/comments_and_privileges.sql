@@ -1,7 +1,8 @@
--- The catalog as documentation: what \df+ and \d+ show for every object of sendjobs.
--- Loaded last (finalize), once every function exists. sql/sendjobs--0.1.0--0.2.0.sql
+-- Loaded last (finalize), once every function exists: the catalog as documentation (what
+-- \df+ and \d+ show for every object of sendjobs) and the privileges (no function is
+-- for PUBLIC; sendjobs_grant gives the access levels). sql/sendjobs--0.1.0--0.2.0.sql
 -- repeats these statements for databases created at 0.1.0; the upgrade test compares
--- the catalog of an upgraded database with a fresh one, comments included.
+-- the catalog of an upgraded database with a fresh one, comments and rights included.
 
 -- Functions: the API.
 COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) IS
@@ -22,6 +23,10 @@ COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name,
     'Declares the business table that send_jobs.transaction_id points at: an applied sent/failed finalize then sets that row''s status column to on_sent/on_failed in the same transaction, through any guard. Calling it again replaces the link.';
 COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
     'Removes the transaction link: finalizes stop stamping business rows.';
+COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
+    'Gives a role an access level: producer (enqueue), worker (claim, heartbeat, finalize, finalize_batch), monitor (read the queue without payloads, and the outbox) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
+    'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
 -- Functions: internal helpers, not for callers.
 COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) IS
@@ -71,3 +76,17 @@ COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.key_column IS 'Its colum
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.status_column IS 'Its status column, set by applied terminal finalizes.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_sent IS 'The status a sent job gives its business row.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_failed IS 'The status a failed job gives its business row.';
+
+-- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_guard_terminal(regclass, name, text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_guard_terminal_trigger() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_unlink_transactions() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_grant(regrole, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) FROM PUBLIC;

@@ -1,7 +1,32 @@
--- sendjobs 0.1.0 -> 0.2.0: the catalog explains itself. No change to tables, functions
--- or behaviour; every object gets its COMMENT (the statements of sql/comments.sql, which
--- a fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal).
+-- sendjobs 0.1.0 -> 0.2.0.
+--  * The catalog explains itself: every object gets its COMMENT.
+--  * Access levels: PUBLIC executes no function; sendjobs_grant / sendjobs_revoke give
+--    and take producer, worker, monitor and admin. The functions now write the queue
+--    tables as the extension's owner (the library does that), so no level needs, or
+--    gets, a privilege to write them.
+--  * Ids are GENERATED ALWAYS.
+-- The last part repeats the statements of sql/comments_and_privileges.sql, which a
+-- fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.0'" to load this file. \quit
+
+ALTER TABLE @extschema@.send_jobs ALTER COLUMN id SET GENERATED ALWAYS;
+ALTER TABLE @extschema@.send_job_events ALTER COLUMN id SET GENERATED ALWAYS;
+
+CREATE FUNCTION @extschema@.sendjobs_grant(
+	"role" regrole,
+	"access" TEXT
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_grant_wrapper';
+
+CREATE FUNCTION @extschema@.sendjobs_revoke(
+	"role" regrole,
+	"access" TEXT
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_revoke_wrapper';
 
 -- Functions: the API.
 COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) IS
@@ -22,6 +47,10 @@ COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name,
     'Declares the business table that send_jobs.transaction_id points at: an applied sent/failed finalize then sets that row''s status column to on_sent/on_failed in the same transaction, through any guard. Calling it again replaces the link.';
 COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
     'Removes the transaction link: finalizes stop stamping business rows.';
+COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
+    'Gives a role an access level: producer (enqueue), worker (claim, heartbeat, finalize, finalize_batch), monitor (read the queue without payloads, and the outbox) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
+    'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
 -- Functions: internal helpers, not for callers.
 COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) IS
@@ -71,3 +100,17 @@ COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.key_column IS 'Its colum
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.status_column IS 'Its status column, set by applied terminal finalizes.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_sent IS 'The status a sent job gives its business row.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_failed IS 'The status a failed job gives its business row.';
+
+-- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_guard_terminal(regclass, name, text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_guard_terminal_trigger() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_unlink_transactions() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_grant(regrole, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) FROM PUBLIC;

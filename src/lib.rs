@@ -6,6 +6,7 @@
 
 use pgrx::prelude::*;
 
+mod access;
 mod catalog;
 mod claim;
 mod clock;
@@ -17,13 +18,17 @@ mod guard;
 mod job_state;
 mod link;
 mod spi_plans;
-mod sql_name;
+mod sql_types;
 mod statements;
 
 ::pgrx::pg_module_magic!(name, version);
 
 pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
-pgrx::extension_sql_file!("../sql/comments.sql", name = "comments", finalize);
+pgrx::extension_sql_file!(
+    "../sql/comments_and_privileges.sql",
+    name = "comments_and_privileges",
+    finalize
+);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

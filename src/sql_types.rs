@@ -1,4 +1,5 @@
-//! `name`, the SQL type of identifiers, as a function argument (pgrx maps only `text`).
+//! SQL types pgrx does not map, as function arguments: `name` (identifiers) and
+//! `regrole` (roles).
 
 use std::ffi::CStr;
 
@@ -35,3 +36,30 @@ unsafe impl<'fcx> ArgAbi<'fcx> for SqlName {
 }
 
 pgrx::impl_sql_translatable!(SqlName, "name");
+
+/// A role passed as SQL `regrole` (the type checks that the role exists, 42704).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqlRole(pub pg_sys::Oid);
+
+impl FromDatum for SqlRole {
+    unsafe fn from_polymorphic_datum(
+        datum: pg_sys::Datum,
+        is_null: bool,
+        _: pg_sys::Oid,
+    ) -> Option<Self> {
+        // SAFETY: a regrole datum is an oid.
+        (!is_null)
+            .then(|| SqlRole(unsafe { pg_sys::Oid::from_datum(datum, false) }.unwrap_or_default()))
+    }
+}
+
+// SAFETY: `regrole` is a by-value oid; FromDatum above reads it as such.
+unsafe impl<'fcx> ArgAbi<'fcx> for SqlRole {
+    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+        let index = arg.index();
+        unsafe { arg.unbox_arg_using_from_datum() }
+            .unwrap_or_else(|| panic!("argument {index} must not be null"))
+    }
+}
+
+pgrx::impl_sql_translatable!(SqlRole, "regrole");

@@ -42,6 +42,7 @@ pub static TABLE_NAME: Statement = statement!("table_name.sql");
 pub static TABLE_KIND: Statement = statement!("table_kind.sql");
 pub static COLUMN_TYPE: Statement = statement!("column_type.sql");
 pub static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
+pub static ACCESS_LEVEL: Statement = statement!("access_level.sql");
 
 /// The text of `wanted` (None: a file without variants), without comment lines.
 /// Panics when the file does not have that variant: a mistake in this file, which the

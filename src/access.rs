@@ -1,0 +1,75 @@
+//! Access levels: sendjobs_grant and sendjobs_revoke give or take `producer`, `worker`,
+//! `monitor` or `admin` (sql/statements/access_level.sql says what each holds). EXECUTE
+//! on every function is revoked from PUBLIC (sql/comments_and_privileges.sql); no level
+//! holds a write privilege on the queue tables.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::spi_plans::{execute, extension_schema, owner_scope, plan, within};
+use crate::sql_types::SqlRole;
+use crate::statements::ACCESS_LEVEL;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Grant,
+    Revoke,
+}
+
+/// Gives `role` the access level `access`: producer, worker, monitor or admin.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_grant(role: Option<SqlRole>, access: Option<&str>) {
+    or_raise(change_access(role, access, Change::Grant))
+}
+
+/// Takes the access level `access` from `role` (what another level also holds goes too;
+/// grant that level again).
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_revoke(role: Option<SqlRole>, access: Option<&str>) {
+    or_raise(change_access(role, access, Change::Revoke))
+}
+
+fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) -> Result<()> {
+    let role = required(role, "role")?;
+    let access = required(access, "access")?;
+    Spi::connect_mut(|client| {
+        let level = plan(client, &ACCESS_LEVEL, &[pg_sys::TEXTOID.into()])?;
+        let privileges = execute(client, &level, &[access.into()])?
+            .map(|row| row.get::<String>(1))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if privileges.is_empty() {
+            return Err(SendJobsError::InvalidArgument(format!(
+                "unknown access level \"{access}\"; expected producer, worker, monitor or admin"
+            )));
+        }
+        // The role's name as SQL text (regrole quotes it as needed); our privileges are
+        // fixed text, so nothing the caller passed is pasted in unquoted.
+        let role_name = crate::spi_plans::first_value::<String>(crate::spi_plans::select(
+            client,
+            "SELECT $1::pg_catalog.regrole::pg_catalog.text",
+            &[role.0.into()],
+        )?)?
+        .ok_or_else(|| SendJobsError::Internal("a role without a name".into()))?;
+        let schema = extension_schema(client)?;
+        let mut statements = vec![match change {
+            // Calling the functions needs USAGE on their schema; a revoke leaves it, as
+            // another level may still need it.
+            Change::Grant => Some(format!("GRANT USAGE ON SCHEMA {schema} TO {role_name}")),
+            Change::Revoke => None,
+        }];
+        statements.extend(privileges.into_iter().flatten().map(|privilege| {
+            Some(match change {
+                Change::Grant => format!("GRANT {privilege} TO {role_name}"),
+                Change::Revoke => format!("REVOKE {privilege} FROM {role_name}"),
+            })
+        }));
+        let owner = owner_scope(client)?;
+        for statement in statements.into_iter().flatten() {
+            within(owner, || {
+                Ok(client.update(statement.as_str(), None, &[])?)
+            })?;
+        }
+        Ok(())
+    })
+}
