@@ -70,13 +70,21 @@ fn claim(
     })
 }
 
-/// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative.
+/// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative, never
+/// shorter than `sendjobs.min_lease`.
 pub fn lease_or_default(lease: Option<Interval>) -> Result<Interval> {
     let lease = lease
         .unwrap_or_else(|| Interval::from_micros(i64::from(config::default_lease_ms()) * 1_000));
     // Compared as Postgres compares intervals (30-day months, 24-hour days).
-    if lease.as_micros() < 0 {
+    let micros = lease.as_micros();
+    if micros < 0 {
         return Err(SendJobsError::Negative("lease"));
+    }
+    let min_ms = config::min_lease_ms();
+    if micros < i128::from(min_ms) * 1_000 {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "a lease must be at least sendjobs.min_lease ({min_ms} ms)"
+        )));
     }
     Ok(lease)
 }

@@ -1,4 +1,9 @@
-//! The GUCs of sendjobs. Each is read through a typed accessor; all are per-session settable.
+//! The GUCs of sendjobs, each read through a typed accessor. Who may set each: the
+//! limits an operator puts on workers (`max_batch`, `min_lease`) and the guard's policy
+//! (`guard_action`) only a superuser (or ALTER ROLE/DATABASE ... SET by one); what a
+//! worker or producer chooses for itself anyone. The `sendjobs.` prefix is reserved
+//! once the library is loaded: a misspelled name fails, and with the library preloaded
+//! (session_preload_libraries) so does a bad value, at SET time.
 
 use std::ffi::CStr;
 
@@ -16,6 +21,7 @@ pub enum GuardAction {
 
 static DEFAULT_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(90_000);
 static MAX_BATCH: GucSetting<i32> = GucSetting::<i32>::new(1_000);
+static MIN_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static GUARD_ACTION: GucSetting<GuardAction> = GucSetting::<GuardAction>::new(GuardAction::Skip);
 static RETRY_BACKOFF_BASE_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static RETRY_BACKOFF_MAX_MS: GucSetting<i32> = GucSetting::<i32>::new(3_600_000);
@@ -26,6 +32,7 @@ fn define_ms(
     short: &'static CStr,
     long: &'static CStr,
     setting: &'static GucSetting<i32>,
+    context: GucContext,
 ) {
     GucRegistry::define_int_guc(
         name,
@@ -34,7 +41,7 @@ fn define_ms(
         setting,
         0,
         i32::MAX,
-        GucContext::Userset,
+        context,
         GucFlags::UNIT_MS,
     );
 }
@@ -47,25 +54,35 @@ pub fn init() {
            timeout): a job whose lease expires is claimed again and may be sent twice. \
            A value without a unit is milliseconds.",
         &DEFAULT_LEASE_MS,
+        GucContext::Userset,
+    );
+    define_ms(
+        c"sendjobs.min_lease",
+        c"Shortest lease a claim or heartbeat may ask for (superuser only).",
+        c"A shorter lease, given or from sendjobs.default_lease, fails with SQLSTATE \
+           22023: a lease that ends before the send does lets another worker send the job \
+           again. A value without a unit is milliseconds.",
+        &MIN_LEASE_MS,
+        GucContext::Suset,
     );
     GucRegistry::define_int_guc(
         c"sendjobs.max_batch",
-        c"Largest batch one sendjobs_claim call may take.",
+        c"Largest batch one sendjobs_claim call may take (superuser only).",
         c"A larger batch fails with SQLSTATE 22023. Bounds the rows one claim locks and \
            returns.",
         &MAX_BATCH,
         1,
         1_000_000,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_enum_guc(
         c"sendjobs.guard_action",
-        c"What the terminal guard does with a refused transition: skip (WARNING) or error (SQLSTATE 23514).",
+        c"What the terminal guard does with a refused transition: skip (WARNING) or error (SQLSTATE 23514); superuser only.",
         c"skip leaves the row as it was and lets the statement go on; error fails the \
            statement, and so a finalize whose business-row stamp is refused.",
         &GUARD_ACTION,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     define_ms(
@@ -74,12 +91,14 @@ pub fn init() {
         c"The delay after attempt n is this times 2^(n - 1), capped at \
            sendjobs.retry_backoff_max; no jitter. A value without a unit is milliseconds.",
         &RETRY_BACKOFF_BASE_MS,
+        GucContext::Userset,
     );
     define_ms(
         c"sendjobs.retry_backoff_max",
         c"Upper bound of the retry backoff.",
         c"A value without a unit is milliseconds.",
         &RETRY_BACKOFF_MAX_MS,
+        GucContext::Userset,
     );
     GucRegistry::define_int_guc(
         c"sendjobs.default_max_attempts",
@@ -91,6 +110,8 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    // SAFETY: called once from _PG_init, after our GUCs are defined.
+    unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"sendjobs".as_ptr()) };
 }
 
 pub fn default_lease_ms() -> i32 {
@@ -115,4 +136,8 @@ pub fn retry_backoff_max_ms() -> i32 {
 
 pub fn default_max_attempts() -> i32 {
     DEFAULT_MAX_ATTEMPTS.get()
+}
+
+pub fn min_lease_ms() -> i32 {
+    MIN_LEASE_MS.get()
 }
