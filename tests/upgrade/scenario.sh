@@ -41,3 +41,23 @@ if ! diff -u "$SENDJOBS_CLUSTER_DIR/fresh.txt" "$SENDJOBS_CLUSTER_DIR/upgraded.t
   exit 1
 fi
 log "the upgraded catalog equals a fresh install's ($(wc -l <"$SENDJOBS_CLUSTER_DIR/fresh.txt") lines)"
+
+# pg_dump / pg_restore of the busy database: every job keeps its state, generation and
+# lease, every event stays, and new ids continue after the old ones.
+log "dump and restore"
+"$PGBIN/pg_dump" -Fc -f "$SENDJOBS_CLUSTER_DIR/upgrade.dump" upgrade
+"$PGBIN/createdb" restored
+"$PGBIN/pg_restore" --exit-on-error -d restored "$SENDJOBS_CLUSTER_DIR/upgrade.dump"
+for q in "SELECT string_agg(concat_ws(':', id, status, attempts, claim_generation, claimed_at,
+                lease_expires_at, next_attempt_at, finished_at, idempotency_key), ',' ORDER BY id) FROM send_jobs" \
+         "SELECT string_agg(e::text, ',' ORDER BY id) FROM send_job_events e" \
+         "SELECT string_agg(t::text, ',' ORDER BY id) FROM transactions t"; do
+  if [ "$(sql -d upgrade -Atc "$q")" != "$(sql -d restored -Atc "$q")" ]; then
+    echo "upgrade: the restored database differs: $q" >&2
+    exit 1
+  fi
+done
+sql -d restored -Atc "SELECT CASE WHEN sendjobs_enqueue('{}') > max(id) THEN 'new ids continue' END
+                        FROM send_jobs" | grep -qx 'new ids continue' \
+  || { echo "upgrade: a restored queue reuses ids" >&2; exit 1; }
+log "the restored database keeps every job, generation and event"

@@ -15,7 +15,8 @@ SELECT pg_temp.expect(extversion = :'version', 'the extension is at the new vers
   FROM pg_extension WHERE extname = 'sendjobs';
 
 -- The worker ran through the upgrade; what it left unclaimed is claimed and sent now.
-SELECT pg_temp.expect(bool_and(sendjobs_finalize(id, claim_generation, 'sent') = 'applied'), 'the rest of the load is sent')
+SELECT pg_temp.expect(coalesce(bool_and(sendjobs_finalize(id, claim_generation, 'sent') = 'applied'), true),
+                      'the rest of the load is sent')
   FROM sendjobs_claim(1000, '1 minute', 'load');
 SELECT pg_temp.expect(count(*) > 0 AND bool_and(status = 'sent'), 'every load job sent')
   FROM send_jobs WHERE queue = 'load';

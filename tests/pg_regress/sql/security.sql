@@ -1,0 +1,310 @@
+-- Security: the guarantees hold for every role and every search_path.
+--   1. Access levels: PUBLIC executes nothing; producer, worker, monitor and admin hold
+--      exactly their functions, and no level may write the queue tables.
+--   2. The functions work for those roles all the same (they write as the extension's
+--      owner), and every direct write a role could try is refused, changing nothing.
+--   3. Functions and operators planted on a search_path never run in our statements.
+--   4. Hostile identifiers are quoted, never pasted.
+--   5. Settings: limits are not the worker's to raise; bad names and values fail.
+--   6. A renamed extension schema does not break open sessions.
+
+-- Start afresh, whatever an earlier test may have left behind.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS sendjobs CASCADE;
+DROP SCHEMA IF EXISTS planted, shop, q, q2 CASCADE;
+DROP TABLE IF EXISTS "odd ""table""; DROP TABLE x; --";
+DO $$ DECLARE r text; BEGIN
+  FOR r IN SELECT rolname FROM pg_roles WHERE rolname LIKE 'sj\_%' LOOP
+    EXECUTE format('DROP OWNED BY %I; DROP ROLE %I', r, r);
+  END LOOP;
+END $$;
+RESET client_min_messages;
+CREATE EXTENSION sendjobs;
+\set SHOW_CONTEXT never
+
+CREATE ROLE sj_producer;
+CREATE ROLE sj_worker;
+CREATE ROLE sj_monitor;
+CREATE ROLE sj_admin;
+CREATE ROLE sj_nobody;
+SELECT sendjobs_grant('sj_producer', 'producer');
+SELECT sendjobs_grant('sj_worker', 'worker');
+SELECT sendjobs_grant('sj_monitor', 'monitor');
+SELECT sendjobs_grant('sj_admin', 'admin');
+-- Bad input: an unknown level (22023), NULLs (22004), a role that does not exist (42704).
+SELECT sendjobs_grant('sj_worker', 'superworker');
+SELECT sendjobs_grant('sj_worker', NULL);
+SELECT sendjobs_grant(NULL, 'worker');
+SELECT sendjobs_grant('sj_no_such_role', 'worker');
+
+-------------------------------------------------------------------------------------
+-- 1. Access levels
+-------------------------------------------------------------------------------------
+
+CREATE VIEW sendjobs_objects AS
+SELECT d.classid, d.objid FROM pg_depend d
+ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs');
+
+-- The functions each role may execute (sj_nobody stands for PUBLIC: none).
+SELECT r.rolname, string_agg(p.proname, ', ' ORDER BY p.proname) AS may_execute
+  FROM pg_roles r
+  CROSS JOIN sendjobs_objects o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND p.oid = o.objid
+ WHERE r.rolname LIKE 'sj\_%' AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+ GROUP BY r.rolname ORDER BY r.rolname;
+SELECT count(*) AS public_may_execute
+  FROM sendjobs_objects o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND p.oid = o.objid
+ WHERE has_function_privilege('sj_nobody', p.oid, 'EXECUTE');
+
+-- The table privileges each role holds: reading only, and payloads only for admin.
+SELECT r.rolname, c.relname, priv
+  FROM pg_roles r
+  CROSS JOIN sendjobs_objects o JOIN pg_class c ON o.classid = 'pg_class'::regclass AND c.oid = o.objid
+  CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS priv
+ WHERE r.rolname LIKE 'sj\_%' AND c.relkind = 'r'
+   AND (has_table_privilege(r.oid, c.oid, priv)
+        OR (priv IN ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES')
+            AND has_any_column_privilege(r.oid, c.oid, priv)))
+ ORDER BY 1, 2, 3;
+SELECT has_column_privilege('sj_monitor', 'send_jobs', 'status', 'SELECT') AS monitor_reads_status,
+       has_column_privilege('sj_monitor', 'send_jobs', 'payload', 'SELECT') AS monitor_reads_payload;
+
+-------------------------------------------------------------------------------------
+-- 2. The functions work without table privileges; direct writes do not
+-------------------------------------------------------------------------------------
+
+CREATE SCHEMA shop;
+CREATE TABLE shop.payments (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
+GRANT USAGE ON SCHEMA shop TO sj_worker;
+GRANT SELECT, UPDATE ON shop.payments TO sj_worker;
+SELECT sendjobs_guard_terminal('shop.payments');
+SELECT sendjobs_link_transactions('shop.payments');
+INSERT INTO shop.payments VALUES ('p1'), ('p2');
+
+SET ROLE sj_producer;
+SELECT sendjobs_enqueue('{"n": 1}', transaction_id => 'p1') AS job_1;
+SELECT sendjobs_enqueue('{"n": 2}', transaction_id => 'p2') AS job_2;
+SELECT * FROM sendjobs_claim(1);                               -- 42501: not a worker
+RESET ROLE;
+SET ROLE sj_worker;
+SELECT id, claim_generation FROM sendjobs_claim(1, '1 minute');
+SELECT sendjobs_heartbeat(1, 1, '2 minutes');
+SELECT sendjobs_finalize(1, 1, 'sent');                        -- stamps shop.payments as the worker
+SELECT sendjobs_enqueue('{}');                                 -- 42501: not a producer
+RESET ROLE;
+SET ROLE sj_monitor;
+SELECT id, status, claim_generation FROM send_jobs ORDER BY id;
+SELECT payload FROM send_jobs;                                 -- 42501: payloads excluded
+SELECT job_id, kind, claim_generation FROM send_job_events;
+RESET ROLE;
+SELECT id, status FROM shop.payments ORDER BY id;
+
+-- Every direct write a producer, worker, monitor or admin could try: refused (42501),
+-- and nothing changes. Job 2 is in flight under generation 1 while they try.
+SELECT id, claim_generation FROM sendjobs_claim(1, '1 hour');
+CREATE FUNCTION pg_temp.queue_state() RETURNS text LANGUAGE sql AS $$
+    SELECT md5(concat_ws('|',
+        (SELECT string_agg(j::text, ';' ORDER BY id) FROM send_jobs j),
+        (SELECT string_agg(e::text, ';' ORDER BY id) FROM send_job_events e),
+        (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l)))
+$$;
+CREATE FUNCTION pg_temp.sqlstate_as(who text, statement text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('SET LOCAL ROLE %I', who);
+    EXECUTE statement;
+    RESET ROLE;
+    RETURN '00000';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;  -- the block's subtransaction is gone, and the role with it
+END $$;
+CREATE TABLE before AS SELECT pg_temp.queue_state() AS state;
+SELECT who, attack, pg_temp.sqlstate_as(who, attack) AS sqlstate
+  FROM unnest(ARRAY['sj_producer', 'sj_worker', 'sj_monitor', 'sj_admin']) AS who
+ CROSS JOIN unnest(ARRAY[
+    -- finish a job another worker holds (its holder would get stale, no event, no stamp)
+    $a$UPDATE send_jobs SET status = 'sent', lease_expires_at = NULL, finished_at = now() WHERE id = 2$a$,
+    -- roll a generation back, so that a superseded claim's finalize applies
+    $a$UPDATE send_jobs SET claim_generation = claim_generation - 1 WHERE id = 2$a$,
+    -- revive a finished job
+    $a$UPDATE send_jobs SET status = 'pending', finished_at = NULL WHERE id = 1$a$,
+    -- forge an outbox event
+    $a$INSERT INTO send_job_events (job_id, kind, claim_generation) VALUES (2, 'sent', 1)$a$,
+    -- enqueue a job that is already sent, or with an id of one's choosing
+    $a$INSERT INTO send_jobs (payload, status, finished_at) VALUES ('{}', 'sent', now())$a$,
+    $a$INSERT INTO send_jobs (id, payload) OVERRIDING SYSTEM VALUE VALUES (1000, '{}')$a$,
+    $a$DELETE FROM send_jobs$a$,
+    $a$DELETE FROM send_job_events$a$,
+    $a$TRUNCATE send_jobs CASCADE$a$,
+    $a$UPDATE sendjobs_transaction_link SET on_sent = 'failed'$a$,
+    $a$SELECT setval('send_jobs_id_seq', 1)$a$]) AS attack
+ ORDER BY 1, 2;
+SELECT state = pg_temp.queue_state() AS nothing_changed FROM before;
+-- The holder of job 2 still finishes it.
+SET ROLE sj_worker;
+SELECT sendjobs_finalize(2, 1, 'failed', 'HTTP 410');
+RESET ROLE;
+-- Ids are GENERATED ALWAYS: not even the owner sets one by accident.
+INSERT INTO send_jobs (id, payload) VALUES (1000, '{}');
+
+-------------------------------------------------------------------------------------
+-- 3. Functions and operators planted on the search_path never run
+-------------------------------------------------------------------------------------
+
+-- An attacker with CREATE on a schema plants, with bodies that record each call:
+--   better-match variants, which beat pg_catalog's wherever they are on the path:
+--     count(text), oid = regclass, float8 / numeric, name = text;
+--   exact-type variants, which win where the schema comes before pg_catalog:
+--     bigint = bigint, text = text (each answering true), and a table named send_jobs.
+CREATE ROLE sj_attacker;
+CREATE SCHEMA planted AUTHORIZATION sj_attacker;
+GRANT USAGE ON SCHEMA planted TO PUBLIC;
+CREATE TABLE planted.send_jobs (LIKE public.send_jobs);
+ALTER TABLE planted.send_jobs OWNER TO sj_attacker;
+GRANT ALL ON planted.send_jobs TO PUBLIC;
+SET ROLE sj_attacker;
+CREATE TABLE planted.hits (what text);
+GRANT INSERT, SELECT ON planted.hits TO PUBLIC;
+CREATE FUNCTION planted.hit(what text) RETURNS boolean LANGUAGE sql AS
+    $$ INSERT INTO planted.hits VALUES (what) RETURNING true $$;
+CREATE FUNCTION planted.count(text) RETURNS bigint LANGUAGE sql AS
+    $$ SELECT CASE WHEN planted.hit('count(text)') THEN 0::bigint END $$;
+CREATE FUNCTION planted.oid_eq_regclass(oid, regclass) RETURNS boolean LANGUAGE sql AS
+    $$ SELECT planted.hit('oid = regclass') AND $1 OPERATOR(pg_catalog.=) $2::oid $$;
+CREATE OPERATOR planted.= (FUNCTION = planted.oid_eq_regclass, LEFTARG = oid, RIGHTARG = regclass);
+CREATE FUNCTION planted.float8_div_numeric(float8, numeric) RETURNS float8 LANGUAGE sql AS
+    $$ SELECT CASE WHEN planted.hit('float8 / numeric') THEN 0::float8 END $$;
+CREATE OPERATOR planted./ (FUNCTION = planted.float8_div_numeric, LEFTARG = float8, RIGHTARG = numeric);
+CREATE FUNCTION planted.name_eq_text(name, text) RETURNS boolean LANGUAGE sql AS
+    $$ SELECT planted.hit('name = text') AND $1::text OPERATOR(pg_catalog.=) $2 $$;
+CREATE OPERATOR planted.= (FUNCTION = planted.name_eq_text, LEFTARG = name, RIGHTARG = text);
+CREATE FUNCTION planted.bigint_eq(bigint, bigint) RETURNS boolean LANGUAGE sql AS
+    $$ SELECT planted.hit('bigint = bigint') $$;
+CREATE OPERATOR planted.= (FUNCTION = planted.bigint_eq, LEFTARG = bigint, RIGHTARG = bigint);
+CREATE FUNCTION planted.text_eq(text, text) RETURNS boolean LANGUAGE sql AS
+    $$ SELECT planted.hit('text = text') $$;
+CREATE OPERATOR planted.= (FUNCTION = planted.text_eq, LEFTARG = text, RIGHTARG = text);
+RESET ROLE;
+
+-- Every function, called by a fresh session (no plan kept from before) whose search_path
+-- puts the planted schema first, before pg_catalog; then, in another fresh session,
+-- with the planted schema as a shared schema after it. Each call's answer is the one
+-- the untouched extension gives: a bogus generation stays stale, a running lease is not
+-- reclaimed, the backoff is the configured one. The business table here has an integer
+-- key: the business-row stamp is the one statement that runs with the caller's own
+-- search_path (it fires the caller's triggers), so its text = text would be the
+-- caller's own planted operator.
+CREATE TABLE shop.orders (id int PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
+INSERT INTO shop.orders (id) VALUES (1), (2), (3);
+SELECT sendjobs_enqueue('{}', transaction_id => '1') AS job_3;
+\c
+SET search_path = planted, pg_catalog, public;
+SELECT sendjobs_link_transactions('shop.orders');
+SELECT sendjobs_guard_terminal('shop.orders');
+SELECT sendjobs_enqueue('{}', transaction_id => '2') AS job_4;
+SELECT id, claim_generation FROM sendjobs_claim(10, '1 hour') ORDER BY id;
+SELECT count(*) AS reclaimed_while_leased FROM sendjobs_claim(10, '1 hour');
+SELECT sendjobs_finalize(3, 99, 'sent') AS bogus_generation;
+SELECT sendjobs_heartbeat(3, 99) AS bogus_heartbeat;
+SELECT * FROM sendjobs_finalize_batch(ARRAY[3, 4], ARRAY[99, 99], 'sent');
+SET sendjobs.retry_backoff_base = '10s';
+SELECT sendjobs_finalize(3, 1, 'retry');
+SELECT sendjobs_finalize(4, 1, 'sent');
+UPDATE shop.orders SET status = 'failed' WHERE id OPERATOR(pg_catalog.=) 2;  -- the guard refuses
+\c
+SET search_path = public, planted;
+SELECT sendjobs_enqueue('{}', transaction_id => '3', idempotency_key => 'k') AS job_5;
+SELECT sendjobs_enqueue('{}', idempotency_key => 'k') AS job_5_again;  -- (takes an id of the identity)
+SELECT id, claim_generation FROM sendjobs_claim(10, '1 hour');
+SELECT sendjobs_finalize(5, 1, 'retry');
+SELECT sendjobs_unlink_transactions();
+RESET search_path;
+SELECT id, status, attempts, claim_generation,
+       next_attempt_at - clock_timestamp() > interval '5 seconds' AS backed_off
+  FROM send_jobs WHERE id IN (3, 4, 5) ORDER BY id;
+SELECT id, status FROM shop.orders ORDER BY id;
+SELECT count(*) AS planted_calls FROM planted.hits;
+SELECT count(*) AS rows_in_the_planted_table FROM planted.send_jobs;
+
+-------------------------------------------------------------------------------------
+-- 4. Hostile identifiers
+-------------------------------------------------------------------------------------
+
+CREATE TABLE "odd ""table""; DROP TABLE x; --" (
+    "key'); DROP TABLE x; --" text PRIMARY KEY,
+    "st""at us" text NOT NULL DEFAULT 'pending');
+INSERT INTO "odd ""table""; DROP TABLE x; --" VALUES ('it''s');
+SELECT sendjobs_guard_terminal('"odd ""table""; DROP TABLE x; --"', 'st"at us');
+SELECT sendjobs_link_transactions('"odd ""table""; DROP TABLE x; --"', 'key''); DROP TABLE x; --', 'st"at us');
+SELECT sendjobs_enqueue('{}', transaction_id => 'it''s') AS job;
+SELECT sendjobs_finalize(id, claim_generation, 'sent') FROM sendjobs_claim(1, '1 minute');
+SELECT * FROM "odd ""table""; DROP TABLE x; --";
+SELECT sendjobs_unlink_transactions();
+
+-------------------------------------------------------------------------------------
+-- 5. Settings
+-------------------------------------------------------------------------------------
+
+-- A worker may choose its own lease and backoff, not the limits set on it.
+SET ROLE sj_worker;
+SET sendjobs.default_lease = '30s';
+SET sendjobs.retry_backoff_base = '1s';
+SET sendjobs.max_batch = 5000;            -- 42501
+SET sendjobs.min_lease = 0;               -- 42501
+SET sendjobs.guard_action = error;        -- 42501
+RESET ROLE;
+RESET sendjobs.default_lease;
+RESET sendjobs.retry_backoff_base;
+-- Bad values and misspelled names fail at SET time (the library is loaded here).
+SET sendjobs.guard_action = 'bogus';      -- 22023
+SET sendjobs.default_lease = '-1s';       -- 22023
+SET sendjobs.max_batch = 0;               -- 22023
+SET sendjobs.defualt_lease = '1s';        -- 42602: the prefix is reserved
+-- An operator's floor on leases: shorter ones are refused, also by default.
+SET sendjobs.min_lease = '10s';
+SELECT sendjobs_enqueue('{}') AS job;
+SELECT * FROM sendjobs_claim(1, '1 second');   -- 22023
+SET sendjobs.default_lease = '5s';
+SELECT * FROM sendjobs_claim(1);               -- 22023
+RESET sendjobs.default_lease;
+RESET sendjobs.min_lease;
+-- With the library preloaded, a bad value fails at SET time as a session's first
+-- statement too (without it, Postgres would keep it as a placeholder until the load).
+ALTER DATABASE :"DBNAME" SET session_preload_libraries = 'sendjobs';
+\c
+SET sendjobs.guard_action = 'bogus';      -- 22023
+SET sendjobs.max_batch = 5000;            -- allowed here: we are a superuser
+SET ROLE sj_worker;
+SET sendjobs.max_batch = 6000;            -- 42501
+RESET ROLE;
+ALTER DATABASE :"DBNAME" RESET session_preload_libraries;
+\c
+
+-------------------------------------------------------------------------------------
+-- 6. A renamed extension schema
+-------------------------------------------------------------------------------------
+
+SET client_min_messages = warning;
+DROP EXTENSION sendjobs CASCADE;
+RESET client_min_messages;
+CREATE SCHEMA q;
+CREATE EXTENSION sendjobs SCHEMA q;
+SELECT q.sendjobs_enqueue('{}') AS job;
+ALTER SCHEMA q RENAME TO q2;
+-- The same session goes on: its kept plans follow the schema.
+SELECT id, claim_generation FROM q2.sendjobs_claim(1, '1 minute');
+SELECT q2.sendjobs_finalize(1, 1, 'sent');
+
+-- Leave no role behind (roles are cluster-wide).
+SET client_min_messages = warning;
+DROP EXTENSION sendjobs CASCADE;
+DROP SCHEMA planted, shop, q2 CASCADE;
+DROP TABLE "odd ""table""; DROP TABLE x; --";
+DROP VIEW sendjobs_objects;
+DROP TABLE before;
+DO $$ DECLARE r text; BEGIN
+  FOR r IN SELECT rolname FROM pg_roles WHERE rolname LIKE 'sj\_%' LOOP
+    EXECUTE format('DROP OWNED BY %I; DROP ROLE %I', r, r);
+  END LOOP;
+END $$;
+RESET client_min_messages;
