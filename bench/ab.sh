@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A/B of two release builds, interleaved in one throwaway cluster (bench/ab.py): A is the
+# previous release (tests/upgrade/previous-release, built here from its commit), B this
+# tree. Both are built with the release profile; B is installed, A's library goes to a
+# folder of its own that only A's database loads from.
+#
+#   bash bench/ab.sh [ab.py options: --clients 1,4,8 --batches 1,10,100 --duration 5 --reps 3]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$PWD
+source scripts/lib.sh
+read -r a_version a_commit < <(grep -v '^#' tests/upgrade/previous-release)
+EXTDIR=$("$PG_CONFIG" --sharedir)/extension
+
+build=$REPO/target/ab-previous
+a_pkg=$build/package-$a_version
+if [ ! -f "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" ]; then
+  echo "== ab.sh: building release $a_version (release profile) from commit $a_commit"
+  rm -rf "$build/src" "$a_pkg"
+  mkdir -p "$build/src"
+  git archive "$a_commit" | tar -x -C "$build/src"
+  (cd "$build/src" && CARGO_TARGET_DIR=$build/target package_extension "$a_pkg" release)
+fi
+echo "== ab.sh: building and installing this tree (release profile)"
+install_extension >/dev/null
+
+lib=$(mktemp -d /tmp/sendjobs-ab-lib.XXXXXX)
+trap 'rm -rf "$lib"' EXIT
+chmod 755 "$lib"
+cp "$a_pkg/$("$PG_CONFIG" --pkglibdir)/sendjobs.so" "$lib/"
+as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" "$EXTDIR/"
+/usr/bin/python3 tests/cluster.py run --name sendjobs-ab \
+  -c shared_buffers=256MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
+  -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_version" "$@"
