@@ -7,7 +7,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{execute, extension_schema, owner_scope, plan, within};
+use crate::spi_plans::{execute, extension_schema, first_value, owner_scope, plan, select, within};
 use crate::sql_types::SqlRole;
 use crate::statements::ACCESS_LEVEL;
 
@@ -45,27 +45,30 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
         }
         // The role's name as SQL text (regrole quotes it as needed); our privileges are
         // fixed text, so nothing the caller passed is pasted in unquoted.
-        let role_name = crate::spi_plans::first_value::<String>(crate::spi_plans::select(
+        let role_name = first_value::<String>(select(
             client,
             "SELECT $1::pg_catalog.regrole::pg_catalog.text",
             &[role.0.into()],
         )?)?
         .ok_or_else(|| SendJobsError::Internal("a role without a name".into()))?;
-        let schema = extension_schema(client)?;
-        let mut statements = vec![match change {
+        let mut statements = Vec::with_capacity(privileges.len() + 1);
+        if change == Change::Grant {
             // Calling the functions needs USAGE on their schema; a revoke leaves it, as
             // another level may still need it.
-            Change::Grant => Some(format!("GRANT USAGE ON SCHEMA {schema} TO {role_name}")),
-            Change::Revoke => None,
-        }];
-        statements.extend(privileges.into_iter().flatten().map(|privilege| {
-            Some(match change {
-                Change::Grant => format!("GRANT {privilege} TO {role_name}"),
-                Change::Revoke => format!("REVOKE {privilege} FROM {role_name}"),
-            })
-        }));
+            let schema = extension_schema(client)?;
+            statements.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role_name}"));
+        }
+        statements.extend(
+            privileges
+                .into_iter()
+                .flatten()
+                .map(|privilege| match change {
+                    Change::Grant => format!("GRANT {privilege} TO {role_name}"),
+                    Change::Revoke => format!("REVOKE {privilege} FROM {role_name}"),
+                }),
+        );
         let owner = owner_scope(client)?;
-        for statement in statements.into_iter().flatten() {
+        for statement in statements {
             within(owner, || {
                 Ok(client.update(statement.as_str(), None, &[])?)
             })?;

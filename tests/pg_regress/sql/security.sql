@@ -56,6 +56,14 @@ SELECT count(*) AS public_may_execute
   FROM sendjobs_objects o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND p.oid = o.objid
  WHERE has_function_privilege('sj_nobody', p.oid, 'EXECUTE');
 
+-- A revoke takes a level back, and a grant gives it again.
+SELECT sendjobs_revoke('sj_worker', 'worker');
+SELECT count(*) AS worker_may_execute
+  FROM sendjobs_objects o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND p.oid = o.objid
+ WHERE has_function_privilege('sj_worker', p.oid, 'EXECUTE');
+SELECT sendjobs_revoke('sj_worker', 'nonsense');   -- 22023
+SELECT sendjobs_grant('sj_worker', 'worker');
+
 -- The table privileges each role holds: reading only, and payloads only for admin.
 SELECT r.rolname, c.relname, priv
   FROM pg_roles r
