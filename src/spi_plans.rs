@@ -225,7 +225,13 @@ pub fn execute<'conn>(
     statement: &OwnedPreparedStatement,
     args: &[DatumWithOid<'_>],
 ) -> Result<SpiTupleTable<'conn>> {
-    let scope = owner_scope(client)?;
+    // The statement came from `plan`, which has just checked the cache against the
+    // catalog in this same call: its owner is read as it is, without a second check.
+    let owner = CACHE.with_borrow(|cache| cache.as_ref().map(|cache| cache.owner));
+    let scope = match owner {
+        Some(owner) => Scope::Owner(owner),
+        None => owner_scope(client)?,
+    };
     within(scope, || Ok(client.select(statement, None, args)?))
 }
 
