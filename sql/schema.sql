@@ -16,7 +16,8 @@ CREATE TABLE @extschema@.send_jobs (
     claim_generation bigint      NOT NULL DEFAULT 0,
     last_error       text,
     created_at       timestamptz NOT NULL DEFAULT now(),
-    finished_at      timestamptz
+    finished_at      timestamptz,
+    redrive_of       bigint
     -- CHECK send_jobs_state_check: sql/job_state.sql, once its function exists.
 ) WITH (fillfactor = 80);
 
@@ -40,20 +41,36 @@ CREATE UNIQUE INDEX send_jobs_idempotency_key_idx
 -- probe the primary key, not scan this index, whose size the statistics rarely know.
 CREATE INDEX send_jobs_lease_idx
     ON @extschema@.send_jobs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+-- A failed job is redriven at most once (sendjobs_redrive). Partial: only redriven jobs
+-- have an entry, so the claim and the finalize never write to it.
+CREATE UNIQUE INDEX send_jobs_redrive_of_idx
+    ON @extschema@.send_jobs (redrive_of) WHERE redrive_of IS NOT NULL;
 
 CREATE TABLE @extschema@.send_job_events (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id           bigint      NOT NULL REFERENCES @extschema@.send_jobs (id) ON DELETE CASCADE,
     transaction_id   text,
-    kind             text        NOT NULL CHECK (kind IN ('sent', 'failed')),
+    kind             text        NOT NULL,
     claim_generation bigint      NOT NULL,
     created_at       timestamptz NOT NULL DEFAULT now(),
     -- Invariant 4: at most one event per job, enforced by the database itself.
-    CONSTRAINT send_job_events_one_per_job UNIQUE (job_id)
+    CONSTRAINT send_job_events_one_per_job UNIQUE (job_id),
+    CONSTRAINT send_job_events_kind_check CHECK (kind IN ('sent', 'failed', 'cancelled')),
+    -- The job's queue, for sendjobs_stats (sent and failed per queue, without a join).
+    -- Nullable: events staged before 0.2.0 have none (sql/sendjobs--0.1.0--0.2.0.sql).
+    queue            text
 );
 
+-- Purge and the 5-minute counts of sendjobs_stats find events by age. BRIN: events are
+-- appended in time order, and a BRIN index costs an insert almost nothing (the range
+-- being filled has no summary yet), where a B-tree would add an entry per event.
+-- autosummarize: autovacuum summarizes each range as soon as it is full, rather than at
+-- the table's next vacuum; until then a range is read by every scan.
+CREATE INDEX send_job_events_created_at_idx
+    ON @extschema@.send_job_events USING brin (created_at) WITH (autosummarize = on);
+
 COMMENT ON TABLE @extschema@.send_job_events IS
-    'sendjobs outbox: exactly one row per job that reached sent/failed through an applied finalize';
+    'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), staged in the transaction that finished it';
 
 -- The business table that send_jobs.transaction_id points at (at most one row).
 CREATE TABLE @extschema@.sendjobs_transaction_link (
@@ -62,7 +79,14 @@ CREATE TABLE @extschema@.sendjobs_transaction_link (
     key_column    name     NOT NULL,
     status_column name     NOT NULL,
     on_sent       text     NOT NULL,
-    on_failed     text     NOT NULL
+    on_failed     text     NOT NULL,
+    on_redrive    text     NOT NULL
+);
+
+-- Per-queue settings (sendjobs_notify). A queue without a row has every default.
+CREATE TABLE @extschema@.sendjobs_queues (
+    queue  text    PRIMARY KEY,
+    notify boolean NOT NULL
 );
 
 -- Keep user rows across pg_dump / restore.
@@ -71,6 +95,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_transaction_link', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
 
 -- A dropped business table takes its link with it: otherwise every terminal finalize of
 -- a job with a transaction_id would fail against a table that no longer exists.

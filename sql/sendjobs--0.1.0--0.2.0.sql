@@ -5,6 +5,12 @@
 --    tables as the extension's owner (the library does that), so no level needs, or
 --    gets, a privilege to write them.
 --  * Ids are GENERATED ALWAYS.
+--  * Lifecycle: a job whose lease expires on its last attempt gives up (failed);
+--    sendjobs_cancel (status cancelled, a cancelled event), sendjobs_redrive
+--    (send_jobs.redrive_of, the link's on_redrive), sendjobs_purge (events found by
+--    age: a BRIN index), wake-ups (sendjobs_queues, sendjobs_notify) and sendjobs_stats
+--    (send_job_events.queue). Events staged before the update have no queue (NULL):
+--    filling it would rewrite the outbox while the update holds its lock.
 -- The last part repeats the statements of sql/comments_and_privileges.sql, which a
 -- fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.0'" to load this file. \quit
@@ -28,11 +34,96 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'sendjobs_revoke_wrapper';
 
+-- Lifecycle.
+ALTER TABLE @extschema@.send_jobs ADD COLUMN redrive_of bigint;
+CREATE UNIQUE INDEX send_jobs_redrive_of_idx
+    ON @extschema@.send_jobs (redrive_of) WHERE redrive_of IS NOT NULL;
+ALTER TABLE @extschema@.send_job_events DROP CONSTRAINT send_job_events_kind_check;
+ALTER TABLE @extschema@.send_job_events ADD CONSTRAINT send_job_events_kind_check
+    CHECK (kind IN ('sent', 'failed', 'cancelled'));
+ALTER TABLE @extschema@.send_job_events ADD COLUMN queue text;
+CREATE INDEX send_job_events_created_at_idx
+    ON @extschema@.send_job_events USING brin (created_at) WITH (autosummarize = on);
+ALTER TABLE @extschema@.sendjobs_transaction_link ADD COLUMN on_redrive text NOT NULL DEFAULT 'pending';
+ALTER TABLE @extschema@.sendjobs_transaction_link ALTER COLUMN on_redrive DROP DEFAULT;
+CREATE TABLE @extschema@.sendjobs_queues (
+    queue  text    PRIMARY KEY,
+    notify boolean NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
+COMMENT ON TABLE @extschema@.send_job_events IS
+    'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), staged in the transaction that finished it';
+
+DROP FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text);
+CREATE FUNCTION @extschema@.sendjobs_link_transactions(
+	"tbl" regclass,
+	"key_column" name DEFAULT 'id',
+	"status_column" name DEFAULT 'status',
+	"on_sent" TEXT DEFAULT 'success',
+	"on_failed" TEXT DEFAULT 'failed',
+	"on_redrive" TEXT DEFAULT 'pending'
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_link_transactions_wrapper';
+
+CREATE FUNCTION @extschema@.sendjobs_cancel(
+	"id" bigint
+) RETURNS TEXT
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_cancel_wrapper';
+
+CREATE FUNCTION @extschema@.sendjobs_redrive(
+	"ids" bigint[]
+) RETURNS TABLE (
+	"id" bigint,
+	"new_id" bigint
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_redrive_wrapper';
+
+CREATE FUNCTION @extschema@.sendjobs_purge(
+	"older_than" interval,
+	"batch" INT DEFAULT 1000
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_purge_wrapper';
+
+CREATE FUNCTION @extschema@.sendjobs_notify(
+	"queue" TEXT,
+	"enabled" bool
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_notify_wrapper';
+
+CREATE FUNCTION @extschema@.sendjobs_stats() RETURNS TABLE (
+	"queue" TEXT,
+	"ready" bigint,
+	"scheduled" bigint,
+	"in_flight" bigint,
+	"expired" bigint,
+	"at_last_attempt" bigint,
+	"oldest_ready_age" interval,
+	"sent_5m" bigint,
+	"failed_5m" bigint,
+	"cancelled_5m" bigint,
+	"dead_tuples" bigint,
+	"oldest_xmin_age" interval,
+	"oldest_xmin_xids" bigint
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sendjobs_stats_wrapper';
+
 -- Functions: the API.
 COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) IS
     'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts).';
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
-    'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, oldest next_attempt_at first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue.';
+    'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, oldest next_attempt_at first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
     'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: one send_job_events row and the linked business row stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
@@ -43,12 +134,22 @@ COMMENT ON FUNCTION @extschema@.sendjobs_guard_terminal(regclass, name, text[], 
     'Attaches the terminal guard to a business table (trigger zz_sendjobs_guard_terminal, BEFORE UPDATE FOR EACH ROW): a status column leaves a terminal value only through a declared exit (from:to). sendjobs.guard_action decides whether a refusal skips the row with a WARNING or fails with 23514.';
 COMMENT ON FUNCTION @extschema@.sendjobs_guard_terminal_trigger() IS
     'The terminal guard''s trigger function, usable in CREATE TRIGGER ... BEFORE UPDATE ... FOR EACH ROW. Arguments (all optional): status column (status), terminal values as a text[] literal ({success,failed}), exits as from:to pairs ({failed:pending}).';
-COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text) IS
-    'Declares the business table that send_jobs.transaction_id points at: an applied sent/failed finalize then sets that row''s status column to on_sent/on_failed in the same transaction, through any guard. Calling it again replaces the link.';
+COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text, text) IS
+    'Declares the business table that send_jobs.transaction_id points at: an applied sent/failed finalize (or a job that gives up) then sets that row''s status column to on_sent/on_failed in the same transaction, and sendjobs_redrive to on_redrive, through any guard. Calling it again replaces the link.';
 COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
     'Removes the transaction link: finalizes stop stamping business rows.';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
-    'Gives a role an access level: producer (enqueue), worker (claim, heartbeat, finalize, finalize_batch), monitor (read the queue without payloads, and the outbox) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, and the outbox) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+COMMENT ON FUNCTION @extschema@.sendjobs_cancel(bigint) IS
+    'Cancels a job: applied when it was pending or in_flight (now cancelled, terminal, with one cancelled event; its holder''s finalize and heartbeat get stale), stale when it had already finished. The business row is not stamped.';
+COMMENT ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) IS
+    'Sends failed jobs again: each becomes a new pending job (same queue, payload, transaction_id, max_attempts; redrive_of naming it), the failed job kept as history. The linked business row is set to on_redrive through the guard. A job redriven before returns its first new job. Returns (id, new_id) per job; an unknown (P0002) or not failed (55000) id fails the whole call.';
+COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
+    'Deletes up to batch finished jobs (sent, failed, cancelled) whose event is older than older_than, with their events, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
+COMMENT ON FUNCTION @extschema@.sendjobs_notify(text, boolean) IS
+    'Turns wake-ups for a queue on or off: while on, a transaction that enqueues into it sends one NOTIFY sendjobs_wakeup, payload the queue name, at commit.';
+COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
+    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes; and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
 COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
     'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
@@ -66,30 +167,34 @@ COMMENT ON COLUMN @extschema@.send_jobs.queue IS 'The partner or channel; sendjo
 COMMENT ON COLUMN @extschema@.send_jobs.payload IS 'What to send, as the producer gave it.';
 COMMENT ON COLUMN @extschema@.send_jobs.transaction_id IS 'Key of the business row this send belongs to (see sendjobs_link_transactions), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs.idempotency_key IS 'Unique when set: enqueueing a key again returns the existing job.';
-COMMENT ON COLUMN @extschema@.send_jobs.status IS 'pending, in_flight, sent or failed (sent and failed are terminal; cancelled is reserved).';
+COMMENT ON COLUMN @extschema@.send_jobs.status IS 'pending, in_flight, sent, failed or cancelled (the last three are terminal).';
 COMMENT ON COLUMN @extschema@.send_jobs.attempts IS 'Claims so far; each claim adds one.';
-COMMENT ON COLUMN @extschema@.send_jobs.max_attempts IS 'A retry finalize with attempts >= max_attempts fails the job instead.';
+COMMENT ON COLUMN @extschema@.send_jobs.max_attempts IS 'The most claims the job gets: a retry finalize at attempts >= max_attempts fails the job, and so does an expired lease there (the next claim gives up on it).';
 COMMENT ON COLUMN @extschema@.send_jobs.next_attempt_at IS 'When the job is due; also its place in the claim order (an expired lease keeps it).';
 COMMENT ON COLUMN @extschema@.send_jobs.claimed_at IS 'When the last claim was made (database clock).';
 COMMENT ON COLUMN @extschema@.send_jobs.lease_expires_at IS 'End of the current claim''s lease, exactly while in_flight; after it the job can be claimed again.';
 COMMENT ON COLUMN @extschema@.send_jobs.claim_generation IS 'The fencing token: grows by one with every claim; finalize and heartbeat apply only with the current one.';
-COMMENT ON COLUMN @extschema@.send_jobs.last_error IS 'The error of the last failed or retry finalize that gave one.';
+COMMENT ON COLUMN @extschema@.send_jobs.last_error IS 'The error of the last failed or retry finalize that gave one, or why the job gave up.';
 COMMENT ON COLUMN @extschema@.send_jobs.created_at IS 'When the job was enqueued.';
 COMMENT ON COLUMN @extschema@.send_jobs.finished_at IS 'When the job became terminal; NULL until then.';
+COMMENT ON COLUMN @extschema@.send_jobs.redrive_of IS 'The failed job this one sends again (sendjobs_redrive), or NULL.';
 COMMENT ON CONSTRAINT send_jobs_state_check ON @extschema@.send_jobs IS
     'The row rule (sendjobs_job_state_is_valid): known status, a lease and claim time exactly while in_flight, finished_at exactly when terminal, counters in range.';
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
 COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
 COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
 COMMENT ON INDEX @extschema@.send_jobs_idempotency_key_idx IS 'Idempotency keys are unique when set (partial: jobs without a key have no entry).';
+COMMENT ON INDEX @extschema@.send_jobs_redrive_of_idx IS 'A failed job is redriven at most once (partial: only redriven jobs have an entry).';
 
 -- send_job_events
 COMMENT ON COLUMN @extschema@.send_job_events.id IS 'The event''s id, in staging order.';
 COMMENT ON COLUMN @extschema@.send_job_events.job_id IS 'The finished job; unique (one event per job).';
 COMMENT ON COLUMN @extschema@.send_job_events.transaction_id IS 'The job''s transaction_id when it finished.';
-COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent or failed: how the job finished.';
-COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The claim whose applied finalize finished the job.';
-COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the finalize applied (database clock).';
+COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled: how the job finished.';
+COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
+COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
+COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue (NULL for events staged before 0.2.0).';
+COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): sendjobs_purge and the 5-minute counts of sendjobs_stats.';
 
 -- sendjobs_transaction_link
 COMMENT ON TABLE @extschema@.sendjobs_transaction_link IS
@@ -100,6 +205,13 @@ COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.key_column IS 'Its colum
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.status_column IS 'Its status column, set by applied terminal finalizes.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_sent IS 'The status a sent job gives its business row.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_failed IS 'The status a failed job gives its business row.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_redrive IS 'The status sendjobs_redrive gives the business row of a job it sends again.';
+
+-- sendjobs_queues
+COMMENT ON TABLE @extschema@.sendjobs_queues IS
+    'sendjobs: per-queue settings (written by sendjobs_notify); a queue without a row has the defaults.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.queue IS 'The queue.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.notify IS 'Whether an enqueue into it sends NOTIFY sendjobs_wakeup (once per transaction).';
 
 -- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) FROM PUBLIC;
@@ -109,8 +221,13 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text,
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_guard_terminal(regclass, name, text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_guard_terminal_trigger() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_unlink_transactions() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_grant(regrole, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_cancel(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_purge(interval, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_notify(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_stats() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) FROM PUBLIC;

@@ -1,13 +1,18 @@
 //! sendjobs_claim: take up to `batch` due jobs under a lease, in one statement.
 
+use std::panic::AssertUnwindSafe;
+
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
 
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::link::{Stamp, TransactionLink};
 use crate::spi_plans::{execute, plan};
-use crate::statements::{CLAIM_ANY_QUEUE, CLAIM_ONE_QUEUE};
+use crate::statements::{CLAIM_ANY_QUEUE, CLAIM_ONE_QUEUE, UNSTAMPED_NOTE};
+use crate::subtransaction::try_step;
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease
 /// (as their own claimer asked for it) has expired. Returns the rows as updated; keep
@@ -21,11 +26,10 @@ fn sendjobs_claim(
     SetOfIterator::new(or_raise(claim(batch, lease, queue)))
 }
 
-fn claim(
-    batch: Option<i32>,
-    lease: Option<Interval>,
-    queue: Option<&str>,
-) -> Result<Vec<pgrx::composite_type!('static, "send_jobs")>> {
+/// A send_jobs row (the composite pgrx reads and returns).
+type Job = pgrx::composite_type!('static, "send_jobs");
+
+fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Result<Vec<Job>> {
     let batch = required(batch, "batch")?;
     let max = config::max_batch();
     if !(1..=max).contains(&batch) {
@@ -52,22 +56,88 @@ fn claim(
                 pg_sys::TEXTOID.into(),
             ],
         )?;
-        let rows = execute(
-            client,
-            &claim,
-            &[
-                now.into(),
-                i64::from(batch).into(),
-                lease.into(),
-                queue.into(),
-            ],
-        )?;
-        rows.map(|row| {
-            row.get::<pgrx::composite_type!('static, "send_jobs")>(1)?
-                .ok_or_else(|| SendJobsError::Internal("claim returned a NULL row".into()))
-        })
-        .collect()
+        let batch = usize::try_from(batch).unwrap_or(1);
+        let mut claimed = Vec::with_capacity(batch);
+        // Jobs that gave up took places in the batch: claim again for those places, until
+        // a round gives up on nothing. Each round finishes the jobs it gave up on, so the
+        // loop ends.
+        loop {
+            let wanted = (batch - claimed.len()) as i64;
+            let rows = execute(
+                client,
+                &claim,
+                &[now.into(), wanted.into(), lease.into(), queue.into()],
+            )?;
+            let mut gave_up = Vec::new();
+            for row in rows {
+                if row.get::<bool>(2)? == Some(true) {
+                    gave_up.push((row.get::<i64>(3)?, row.get::<String>(4)?));
+                    continue;
+                }
+                claimed.push(
+                    row.get::<Job>(1)?.ok_or_else(|| {
+                        SendJobsError::Internal("claim returned a NULL row".into())
+                    })?,
+                );
+            }
+            if gave_up.is_empty() {
+                break;
+            }
+            stamp_gave_up(client, &gave_up)?;
+            if claimed.len() == batch {
+                break;
+            }
+        }
+        Ok(claimed)
     })
+}
+
+/// Stamps the business rows of jobs that gave up as failed, each in a subtransaction: a
+/// stamp that fails (a guard in `error` mode, a renamed column, no right to the table) is
+/// what may have kept such a job from finishing, so it must not keep it alive now. The
+/// job stays failed, with the reason in `last_error` and a WARNING.
+fn stamp_gave_up(client: &mut SpiClient<'_>, jobs: &[(Option<i64>, Option<String>)]) -> Result<()> {
+    let linked: Vec<_> = jobs
+        .iter()
+        .filter_map(|(id, transaction_id)| Some(((*id)?, transaction_id.as_deref()?)))
+        .collect();
+    if linked.is_empty() {
+        return Ok(());
+    }
+    let mut failures = Vec::new();
+    match TransactionLink::current(client) {
+        Ok(None) => {}
+        Ok(Some(link)) => {
+            for &(id, transaction_id) in &linked {
+                let stamped = try_step(AssertUnwindSafe(|| {
+                    link.stamp(client, Stamp::Failed, transaction_id)
+                }));
+                if let Err(message) = stamped {
+                    failures.push((id, message));
+                }
+            }
+        }
+        Err(error) => {
+            let message = error.to_string();
+            failures.extend(linked.iter().map(|&(id, _)| (id, message.clone())));
+        }
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let note = plan(
+        client,
+        &UNSTAMPED_NOTE,
+        &[pg_sys::INT8OID.into(), pg_sys::TEXTOID.into()],
+    )?;
+    for (id, message) in failures {
+        SendJobsError::Internal(format!(
+            "job {id} gave up, but its business row was not stamped: {message}"
+        ))
+        .warn();
+        execute(client, &note, &[id.into(), message.as_str().into()])?;
+    }
+    Ok(())
 }
 
 /// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative, never

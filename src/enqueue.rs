@@ -9,6 +9,7 @@ use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::TransactionLink;
 use crate::spi_plans::{execute, first_value, plan};
 use crate::statements::{ENQUEUE, ENQUEUE_FIND_BY_KEY};
+use crate::wakeup;
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
 /// as it is: nothing is created and nothing about it changes.
@@ -85,6 +86,7 @@ fn enqueue(
             ],
         )?)?;
         if let Some(id) = inserted {
+            wakeup::after_enqueue(client, queue)?;
             return Ok(id);
         }
         // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh

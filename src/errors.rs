@@ -29,6 +29,10 @@ pub enum SendJobsError {
     #[error("sendjobs: no send job with id {0}")]
     UnknownJob(i64),
 
+    /// 55000 object_not_in_prerequisite_state: sendjobs_redrive of a job that is not failed
+    #[error("sendjobs: job {id} is {status}; only failed jobs can be redriven")]
+    NotRedrivable { id: i64, status: String },
+
     /// 42703 undefined_column
     #[error("sendjobs: column \"{column}\" of relation {table} does not exist")]
     UndefinedColumn { table: String, column: String },
@@ -72,6 +76,7 @@ impl SendJobsError {
             | Self::UnknownOutcome(_)
             | Self::InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             Self::UnknownJob(_) => ERRCODE_NO_DATA_FOUND,
+            Self::NotRedrivable { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
             Self::TerminalTransition { .. } => ERRCODE_CHECK_VIOLATION,

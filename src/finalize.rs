@@ -177,17 +177,17 @@ fn finalize(
                 results.push((id, STALE));
                 continue;
             };
-            if let Some(transaction_id) = row.get::<String>(3)? {
-                if status == "sent" || status == "failed" {
-                    to_stamp.push((status, transaction_id));
-                }
+            if let (Some(transaction_id), Some(stamp)) =
+                (row.get::<String>(3)?, link::Stamp::of_status(&status))
+            {
+                to_stamp.push((stamp, transaction_id));
             }
             results.push((id, APPLIED));
         }
         if !to_stamp.is_empty() {
             if let Some(link) = link::TransactionLink::current(client)? {
-                for (status, transaction_id) in &to_stamp {
-                    link.stamp(client, status, transaction_id)?;
+                for (stamp, transaction_id) in &to_stamp {
+                    link.stamp(client, *stamp, transaction_id)?;
                 }
             }
         }

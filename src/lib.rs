@@ -7,6 +7,7 @@
 use pgrx::prelude::*;
 
 mod access;
+mod cancel;
 mod catalog;
 mod claim;
 mod clock;
@@ -17,9 +18,14 @@ mod finalize;
 mod guard;
 mod job_state;
 mod link;
+mod purge;
+mod redrive;
 mod spi_plans;
 mod sql_types;
 mod statements;
+mod stats;
+mod subtransaction;
+mod wakeup;
 
 ::pgrx::pg_module_magic!(name, version);
 

@@ -15,8 +15,8 @@ use crate::statements::{LINK_CURRENT, LINK_SAVE, LINK_UNLINK};
 
 /// Declares the business table `send_jobs.transaction_id` points at. From now on an
 /// applied `sent` / `failed` finalize sets that row's status to `on_sent` / `on_failed`
-/// in the same transaction, through any guard on the table. Calling it again replaces
-/// the link.
+/// in the same transaction, through any guard on the table, and `sendjobs_redrive` sets
+/// it to `on_redrive`. Calling it again replaces the link.
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_link_transactions(
     tbl: Option<PgRelation>,
@@ -24,13 +24,13 @@ fn sendjobs_link_transactions(
     status_column: default!(Option<SqlName>, "'status'"),
     on_sent: default!(Option<&str>, "'success'"),
     on_failed: default!(Option<&str>, "'failed'"),
+    on_redrive: default!(Option<&str>, "'pending'"),
 ) {
     or_raise(link_transactions(
         tbl,
         key_column,
         status_column,
-        on_sent,
-        on_failed,
+        [on_sent, on_failed, on_redrive],
     ))
 }
 
@@ -38,23 +38,29 @@ fn link_transactions(
     tbl: Option<PgRelation>,
     key_column: Option<SqlName>,
     status_column: Option<SqlName>,
-    on_sent: Option<&str>,
-    on_failed: Option<&str>,
+    [on_sent, on_failed, on_redrive]: [Option<&str>; 3],
 ) -> Result<()> {
     let tbl = required(tbl, "tbl")?;
     let key_column = required(key_column, "key_column")?;
     let status_column = required(status_column, "status_column")?;
     let on_sent = required(on_sent, "on_sent")?;
     let on_failed = required(on_failed, "on_failed")?;
+    let on_redrive = required(on_redrive, "on_redrive")?;
     let relid = tbl.oid();
 
     Spi::connect_mut(|client| {
         require_table(client, relid)?;
         let status_type = column_type(client, relid, &status_column.0)?;
-        // Both values must be valid for the status column now, not at the first finalize.
+        // The values must be valid for the status column now, not at the first finalize.
         // status_type comes from format_type, which quotes what needs quoting.
-        let cast = format!("SELECT CAST($1 AS {status_type}), CAST($2 AS {status_type})");
-        select(client, &cast, &[on_sent.into(), on_failed.into()])?;
+        let cast = format!(
+            "SELECT CAST($1 AS {status_type}), CAST($2 AS {status_type}), CAST($3 AS {status_type})"
+        );
+        select(
+            client,
+            &cast,
+            &[on_sent.into(), on_failed.into(), on_redrive.into()],
+        )?;
 
         // Unfinished jobs must carry transaction_ids that can be keys of the new table.
         let key_type = column_type(client, relid, &key_column.0)?;
@@ -76,6 +82,7 @@ fn link_transactions(
                 pg_sys::TEXTOID.into(),
                 pg_sys::TEXTOID.into(),
                 pg_sys::TEXTOID.into(),
+                pg_sys::TEXTOID.into(),
             ],
         )?;
         execute(
@@ -87,6 +94,7 @@ fn link_transactions(
                 status_column.0.as_str().into(),
                 on_sent.into(),
                 on_failed.into(),
+                on_redrive.into(),
             ],
         )?;
         Ok(())
@@ -103,6 +111,28 @@ fn sendjobs_unlink_transactions() {
     }))
 }
 
+/// Why a business row is stamped, and so with which of the link's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// An applied `sent` finalize: `on_sent`.
+    Sent,
+    /// An applied `failed` finalize, or a job that gave up: `on_failed`.
+    Failed,
+    /// A failed job sent again by `sendjobs_redrive`: `on_redrive`.
+    Redriven,
+}
+
+impl Stamp {
+    /// The stamp of a job that reached terminal `status`, if that status stamps.
+    pub fn of_status(status: &str) -> Option<Self> {
+        match status {
+            "sent" => Some(Self::Sent),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
 /// The current link, ready to stamp business rows.
 pub struct TransactionLink {
     /// Prepared only when a row is stamped: preparing it needs the caller's access to the
@@ -111,6 +141,7 @@ pub struct TransactionLink {
     key_check: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
     on_sent: String,
     on_failed: String,
+    on_redrive: Option<String>,
 }
 
 impl TransactionLink {
@@ -128,6 +159,12 @@ impl TransactionLink {
             return Err(SendJobsError::UndefinedColumn { table, column });
         }
         let key_type = link.get::<String>(6)?;
+        // A 0.1.0 catalog has no on_redrive (nor sendjobs_redrive, which needs it).
+        let on_redrive = if link.columns()? >= 7 {
+            link.get::<String>(7)?
+        } else {
+            None
+        };
         let (Some(stamp_sql), Some(on_sent), Some(on_failed), Some(key_type)) =
             (stamp_sql, on_sent, on_failed, key_type)
         else {
@@ -146,6 +183,7 @@ impl TransactionLink {
             key_check,
             on_sent,
             on_failed,
+            on_redrive,
         }))
     }
 
@@ -158,19 +196,21 @@ impl TransactionLink {
         Ok(())
     }
 
-    /// Sets the business row of an applied terminal finalize (`status` is `sent` or
-    /// `failed`). No such row, or a guard that skips the change: nothing changes. A guard
-    /// in `error` mode aborts the finalize.
+    /// Sets the business row `transaction_id` to the link's value for `stamp`. No such
+    /// row, or a guard that skips the change: nothing changes. A guard in `error` mode
+    /// aborts the caller's statement.
     pub fn stamp(
         &self,
         client: &mut SpiClient<'_>,
-        status: &str,
+        stamp: Stamp,
         transaction_id: &str,
     ) -> Result<()> {
-        let value = if status == "sent" {
-            &self.on_sent
-        } else {
-            &self.on_failed
+        let value = match stamp {
+            Stamp::Sent => &self.on_sent,
+            Stamp::Failed => &self.on_failed,
+            Stamp::Redriven => self.on_redrive.as_ref().ok_or_else(|| {
+                SendJobsError::Internal("the transaction link has no on_redrive".into())
+            })?,
         };
         let stamp = plan_in_callers_path(
             client,

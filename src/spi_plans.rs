@@ -22,7 +22,7 @@ use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use pgrx::{FromDatum, IntoDatum};
 
 use crate::errors::{Result, SendJobsError};
-use crate::statements::EXTENSION_SCHEMA;
+use crate::statements::{for_catalog, EXTENSION_SCHEMA};
 
 struct PlanCache {
     /// `send_jobs` of the extension the plans were made for: while this relation exists
@@ -36,6 +36,9 @@ struct PlanCache {
     schema: String,
     /// The role the queue statements run as.
     owner: pg_sys::Oid,
+    /// Whether the catalog is 0.2.0 or later (it has `sendjobs_queues`), rather than
+    /// 0.1.0 with this library installed before `ALTER EXTENSION sendjobs UPDATE`.
+    catalog_0_2: bool,
     plans: HashMap<String, Rc<OwnedPreparedStatement>>,
 }
 
@@ -52,7 +55,9 @@ impl PlanCache {
                 return false;
             }
             let name = pg_sys::get_namespace_name(self.namespace);
-            !name.is_null() && CStr::from_ptr(name).to_bytes() == self.namespace_name.as_bytes()
+            !name.is_null()
+                && CStr::from_ptr(name).to_bytes() == self.namespace_name.as_bytes()
+                && catalog_0_2(self.namespace) == self.catalog_0_2
         }
     }
 
@@ -82,9 +87,25 @@ impl PlanCache {
             namespace_name,
             schema,
             owner,
+            catalog_0_2: catalog_0_2(namespace),
             plans: HashMap::new(),
         })
     }
+}
+
+/// Whether the extension's schema holds a 0.2.0 catalog: a syscache probe for a table
+/// that 0.2.0 added, cheap enough for every call (`is_current`), so a backend notices an
+/// `ALTER EXTENSION sendjobs UPDATE` at its next call and prepares its plans again.
+fn catalog_0_2(namespace: pg_sys::Oid) -> bool {
+    // SAFETY: a syscache probe by name and schema oid.
+    unsafe {
+        pg_sys::get_relname_relid(c"sendjobs_queues".as_ptr(), namespace) != pg_sys::InvalidOid
+    }
+}
+
+/// Whether the catalog is 0.2.0 or later (see `PlanCache::catalog_0_2`).
+pub fn catalog_is_0_2(client: &SpiClient<'_>) -> Result<bool> {
+    with_cache(client, |cache| cache.catalog_0_2)
 }
 
 /// Runs `f` on the backend's cache, (re)loading it when the extension is new to it.
@@ -199,14 +220,18 @@ fn keep(
     args: &[PgOid],
     pinned: bool,
 ) -> Result<Rc<OwnedPreparedStatement>> {
-    let (cached, schema) = with_cache(client, |cache| {
-        (cache.plans.get(sql).cloned(), cache.schema.clone())
+    let (cached, schema, catalog_0_2) = with_cache(client, |cache| {
+        (
+            cache.plans.get(sql).cloned(),
+            cache.schema.clone(),
+            cache.catalog_0_2,
+        )
     })?;
     if let Some(plan) = cached {
         return Ok(plan);
     }
     // Prepared outside the cache's borrow: preparing may run code that plans statements too.
-    let text = sql.replace("@extschema@", &schema);
+    let text = for_catalog(sql, catalog_0_2).replace("@extschema@", &schema);
     let prepare = || Ok(client.prepare_mut(text.as_str(), args)?.keep());
     let prepared = Rc::new(if pinned {
         within(Scope::Caller, prepare)?

@@ -6,6 +6,12 @@
 //! to the next `--- variant` or `--- end`; every other line belongs to all variants.
 //! Comment lines are dropped, so what the server logs and pg_stat_statements show is the
 //! statement alone. `@extschema@` is left for spi_plans to replace.
+//!
+//! Lines after `--- catalog 0.2.0` (up to `--- end`) name objects that a 0.1.0 catalog
+//! lacks: the 0.2.0 library runs against a 0.1.0 catalog between the install of its
+//! files and `ALTER EXTENSION sendjobs UPDATE` (see the README's "Upgrading"). They are
+//! kept, marked with `SINCE_0_2`, and spi_plans drops or keeps them for the catalog it
+//! finds (`for_catalog`).
 
 use std::sync::LazyLock;
 
@@ -43,29 +49,65 @@ pub static TABLE_KIND: Statement = statement!("table_kind.sql");
 pub static COLUMN_TYPE: Statement = statement!("column_type.sql");
 pub static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
 pub static ACCESS_LEVEL: Statement = statement!("access_level.sql");
+pub static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
+pub static CANCEL: Statement = statement!("cancel.sql");
+pub static REDRIVE: Statement = statement!("redrive.sql");
+pub static REDRIVE_FIND: Statement = statement!("redrive_find.sql");
+pub static JOB_STATUSES: Statement = statement!("job_statuses.sql");
+pub static PURGE: Statement = statement!("purge.sql");
+pub static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
+pub static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
+pub static WAKEUP: Statement = statement!("wakeup.sql");
+pub static STATS: Statement = statement!("stats.sql");
 
 /// The text of `wanted` (None: a file without variants), without comment lines.
 /// Panics when the file does not have that variant: a mistake in this file, which the
 /// first test to run the statement reports.
 pub(crate) fn variant(text: &str, wanted: Option<&str>) -> String {
     let mut keep = true;
+    let mut since_0_2 = false;
     let mut found = wanted.is_none();
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let code = line.trim_start();
         if let Some(marker) = code.strip_prefix("--- ") {
-            match marker.trim().strip_prefix("variant ") {
-                Some(name) => {
-                    keep = Some(name.trim()) == wanted;
-                    found |= keep;
-                }
-                None => keep = true, // `--- end`
+            let marker = marker.trim();
+            if let Some(name) = marker.strip_prefix("variant ") {
+                keep = Some(name.trim()) == wanted;
+                found |= keep;
+            } else if marker == "catalog 0.2.0" {
+                since_0_2 = true;
+            } else {
+                // `--- end`
+                keep = true;
+                since_0_2 = false;
             }
         } else if keep && !code.is_empty() && !code.starts_with("--") {
             out.push_str(line);
+            if since_0_2 {
+                out.push_str(SINCE_0_2);
+            }
             out.push('\n');
         }
     }
     assert!(found, "no variant {wanted:?} in a statement file");
+    out
+}
+
+/// The mark `variant` puts on the lines of a `--- catalog 0.2.0` block.
+pub(crate) const SINCE_0_2: &str = " --since 0.2.0";
+
+/// A statement's text for the catalog installed: the lines marked `SINCE_0_2` kept
+/// (unmarked) when it is 0.2.0 or later, dropped when it is 0.1.0.
+pub(crate) fn for_catalog(text: &str, catalog_0_2: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.strip_suffix(SINCE_0_2) {
+            Some(line) if catalog_0_2 => out.push_str(line),
+            Some(_) => continue,
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
     out
 }

@@ -39,11 +39,18 @@ done AS (
      WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
        AND job.claim_generation = ($2::int8[])[1]
 --- end
- RETURNING job.id, job.status, job.transaction_id, job.claim_generation
+ RETURNING job.id, job.status, job.transaction_id, job.claim_generation, job.queue
 ),
 event AS (
-    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at)
+    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at
+--- catalog 0.2.0
+                                             , queue
+--- end
+                                            )
     SELECT id, transaction_id, status, claim_generation, $4
+--- catalog 0.2.0
+           , queue
+--- end
       FROM done
      WHERE status IN ('sent', 'failed')
 )

@@ -1,7 +1,7 @@
 -- The current link (src/link.rs), as what stamping needs: the stamp statement, built from
 -- the catalog at each use so a renamed table still works; on_sent and on_failed; the
 -- table's name and a missing column's name (a dropped or renamed column is reported,
--- not ignored); the key column's type (to check a transaction_id at enqueue).
+-- not ignored); the key column's type (to check a transaction_id at enqueue); on_redrive.
 SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',
            link.tbl, link.status_column,
            pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
@@ -13,6 +13,9 @@ SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 A
        CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
             WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END,
        pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)
+--- catalog 0.2.0
+       , link.on_redrive
+--- end
   FROM @extschema@.sendjobs_transaction_link AS link
   LEFT JOIN pg_catalog.pg_attribute AS status_col
          ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column

@@ -90,7 +90,7 @@ mod tests {
              CREATE TABLE payments (ref bigint PRIMARY KEY, state pay_state NOT NULL DEFAULT 'open');
              INSERT INTO payments VALUES (7);
              SELECT sendjobs_guard_terminal('payments', 'state', '{paid,rejected}', '{}');
-             SELECT sendjobs_link_transactions('payments', 'ref', 'state', 'paid', 'rejected');
+             SELECT sendjobs_link_transactions('payments', 'ref', 'state', 'paid', 'rejected', 'open');
              SELECT sendjobs_enqueue('{}', transaction_id => '7');");
         let (id, generation) = claim_one("1 minute");
         run(&format!(

@@ -3,6 +3,9 @@
 //! observable state (jobs, events, guarded business rows) and every call's result are
 //! compared after every step. proptest shrinks a failure to a minimal sequence.
 //!
+//! The lifecycle is in it too: a claim that gives up on a job whose last lease expired,
+//! cancel, redrive (whose new job is then given a tick like any other) and purge.
+//!
 //! Time is controlled, not waited for: due times are fixed instants in the year 2000
 //! (a "tick" is one second after 2000-01-01), "future" is any instant after now, and a
 //! lease is either zero (expired at once) or an hour, which `Expire` backdates.
@@ -77,6 +80,14 @@ mod tests {
             job: usize,
             status: &'static str,
         },
+        Cancel {
+            job: usize,
+        },
+        Redrive {
+            job: usize,
+            tick: u32,
+        },
+        Purge,
     }
 
     fn due() -> impl Strategy<Value = Due> {
@@ -114,6 +125,9 @@ mod tests {
             1 => (any::<usize>(), 0u32..20).prop_map(|(job, tick)| Op::MakeDue { job, tick }),
             2 => (any::<usize>(), prop_oneof![Just("pending"), Just("success"), Just("failed")])
                 .prop_map(|(job, status)| Op::SetBusiness { job, status }),
+            1 => any::<usize>().prop_map(|job| Op::Cancel { job }),
+            2 => (any::<usize>(), 0u32..20).prop_map(|(job, tick)| Op::Redrive { job, tick }),
+            1 => Just(Op::Purge),
         ]
     }
 
@@ -135,6 +149,8 @@ mod tests {
         jobs: Vec<Job>,
         keys: HashMap<u8, i64>,
         business: HashMap<String, &'static str>,
+        /// failed job -> the job that redrove it
+        redriven: HashMap<i64, i64>,
     }
 
     fn is_terminal(status: &str) -> bool {
@@ -161,6 +177,8 @@ mod tests {
             }
         }
 
+        /// In claim order: a job whose last lease expired gives up (failed, its event, its
+        /// business row stamped) and takes no place; the others are claimed, up to batch.
         fn claim(&mut self, batch: i32, zero_lease: bool) -> Vec<(i64, i64)> {
             let mut eligible: Vec<(Due, i64)> = self
                 .jobs
@@ -173,18 +191,54 @@ mod tests {
                 .map(|job| (job.due, job.id))
                 .collect();
             eligible.sort();
-            eligible
-                .into_iter()
-                .take(batch as usize)
-                .map(|(_, id)| {
-                    let job = self.job_mut(id);
-                    job.status = "in_flight";
-                    job.attempts += 1;
-                    job.generation += 1;
-                    job.lease_expired = zero_lease;
-                    (id, job.generation)
-                })
-                .collect()
+            let mut claimed = Vec::new();
+            for (_, id) in eligible {
+                if claimed.len() == batch as usize {
+                    break;
+                }
+                let job = self.job_mut(id);
+                if job.status == "in_flight" && job.attempts >= job.max_attempts {
+                    job.status = "failed";
+                    job.lease_expired = false;
+                    job.event = Some(("failed", job.generation));
+                    if let Some(transaction) = job.transaction.clone() {
+                        self.guarded_update(&transaction, "failed");
+                    }
+                    continue;
+                }
+                job.status = "in_flight";
+                job.attempts += 1;
+                job.generation += 1;
+                job.lease_expired = zero_lease;
+                claimed.push((id, job.generation));
+            }
+            claimed
+        }
+
+        fn cancel(&mut self, id: i64) -> &'static str {
+            let job = self.job_mut(id);
+            if job.status != "pending" && job.status != "in_flight" {
+                return "stale";
+            }
+            job.status = "cancelled";
+            job.lease_expired = false;
+            job.event = Some(("cancelled", job.generation));
+            "applied"
+        }
+
+        /// Deletes every finished job (a purge with older_than 0), returning how many.
+        fn purge(&mut self) -> i64 {
+            let finished = |job: &Job| matches!(job.status, "sent" | "failed" | "cancelled");
+            let gone: Vec<i64> = self
+                .jobs
+                .iter()
+                .filter(|j| finished(j))
+                .map(|j| j.id)
+                .collect();
+            self.jobs.retain(|job| !finished(job));
+            self.keys.retain(|_, id| !gone.contains(id));
+            self.redriven.retain(|failed, _| !gone.contains(failed));
+            gone.len() as i64
         }
 
         fn finalize(
@@ -510,6 +564,61 @@ mod tests {
                 let current = model.job_mut(job.id);
                 if current.status == "pending" {
                     current.due = Due::Tick(tick);
+                }
+            }
+            Op::Cancel { job } => {
+                let Some(job) = pick(job) else { return Ok(()) };
+                let got = sut_one::<String>(&format!("SELECT sendjobs_cancel({})", job.id));
+                let want = model.cancel(job.id);
+                if got != want {
+                    return Err(format!("cancel({}) = {got}, model {want}", job.id));
+                }
+            }
+            Op::Redrive { job, tick } => {
+                // Only failed jobs can be redriven (anything else is 55000, errors.sql).
+                let Some(job) = pick(job).filter(|job| job.status == "failed") else {
+                    return Ok(());
+                };
+                let got = sut_one::<i64>(&format!(
+                    "SELECT new_id FROM sendjobs_redrive(ARRAY[{}::int8])",
+                    job.id
+                ));
+                if let Some(&earlier) = model.redriven.get(&job.id) {
+                    if got != earlier {
+                        return Err(format!(
+                            "redrive({}) again = {got}, model {earlier}",
+                            job.id
+                        ));
+                    }
+                } else {
+                    // The new job is due now; give it a tick, as MakeDue does.
+                    Spi::run(&format!(
+                        "UPDATE send_jobs SET next_attempt_at = {} WHERE id = {got}",
+                        due_sql(Due::Tick(tick))
+                    ))
+                    .unwrap();
+                    model.redriven.insert(job.id, got);
+                    model.jobs.push(Job {
+                        id: got,
+                        status: "pending",
+                        attempts: 0,
+                        max_attempts: job.max_attempts,
+                        generation: 0,
+                        due: Due::Tick(tick),
+                        lease_expired: false,
+                        transaction: job.transaction.clone(),
+                        event: None,
+                    });
+                    if let Some(transaction) = &job.transaction {
+                        model.guarded_update(transaction, "pending");
+                    }
+                }
+            }
+            Op::Purge => {
+                let got = sut_one::<i64>("SELECT sendjobs_purge('0 seconds', 100)");
+                let want = model.purge();
+                if got != want {
+                    return Err(format!("purge = {got}, model {want}"));
                 }
             }
             Op::SetBusiness { job, status } => {

@@ -54,4 +54,26 @@ SELECT pg_temp.expect(status = 'success', 'the guard refuses a terminal flip') F
 SELECT pg_temp.expect(sendjobs_enqueue('{}', idempotency_key => 'k6') = 6, 'an idempotency key finds its job');
 SELECT pg_temp.expect(status = 'pending' AND next_attempt_at > now(), 'the scheduled job waits')
   FROM send_jobs WHERE id = 6;
+
+-- The lifecycle of 0.2.0 works on what 0.1.0 left: the job that failed before the
+-- upgrade (2, tx-2) is redriven, and its business row goes failed -> pending through
+-- the guard's exit (the link's on_redrive was added as 'pending'); the new job is
+-- cancelled; finished jobs are purged with their events (those staged at 0.1.0 have no
+-- queue); a job whose lease expires on its last attempt gives up.
+SELECT pg_temp.expect(queue IS NULL, 'events of 0.1.0 have no queue') FROM send_job_events WHERE job_id = 2;
+SELECT new_id AS redriven FROM sendjobs_redrive(ARRAY[2]) \gset
+SELECT pg_temp.expect(status = 'pending', 'a redrive stamps on_redrive') FROM transactions WHERE id = 'tx-2';
+SELECT pg_temp.expect(sendjobs_cancel(:redriven) = 'applied', 'the redriven job is cancelled');
+SELECT pg_temp.expect(kind = 'cancelled' AND queue = 'default', 'its cancelled event')
+  FROM send_job_events WHERE job_id = :redriven;
+SELECT pg_temp.expect(sendjobs_purge('0 seconds', 100000) > 0, 'finished jobs are purged');
+SELECT pg_temp.expect(count(*) = 0, 'no finished job is left')
+  FROM send_jobs WHERE status IN ('sent', 'failed', 'cancelled');
+SELECT pg_temp.expect(count(*) = 0, 'no event is left') FROM send_job_events;
+SELECT sendjobs_enqueue('{}', queue => 'poison', max_attempts => 1) AS poison \gset
+SELECT pg_temp.expect(count(*) = 1, 'the poison job is claimed once') FROM sendjobs_claim(1, '0 seconds', 'poison');
+SELECT pg_temp.expect(count(*) = 0, 'and never again') FROM sendjobs_claim(1, '0 seconds', 'poison');
+SELECT pg_temp.expect(status = 'failed' AND last_error LIKE 'sendjobs: gave up:%', 'it gave up')
+  FROM send_jobs WHERE id = :poison;
+SELECT pg_temp.expect(count(*) >= 1, 'the stats see it') FROM sendjobs_stats() WHERE queue = 'poison' AND failed_5m = 1;
 SELECT 'upgrade checks passed' AS result;

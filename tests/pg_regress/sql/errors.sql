@@ -36,6 +36,7 @@ CREATE FUNCTION test_state() RETURNS jsonb LANGUAGE sql AS $$
     'jobs',     (SELECT jsonb_agg(to_jsonb(j) ORDER BY j.id) FROM send_jobs j),
     'events',   (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.id) FROM send_job_events e),
     'link',     (SELECT jsonb_agg(to_jsonb(l)) FROM sendjobs_transaction_link l),
+    'queues',   (SELECT jsonb_agg(to_jsonb(q) ORDER BY q.queue) FROM sendjobs_queues q),
     'next_id',  (SELECT last_value FROM send_jobs_id_seq),
     'payments', (SELECT jsonb_agg(to_jsonb(p) ORDER BY p.id) FROM shop.payments p),
     'triggers', (SELECT jsonb_agg(t.tgname || ' ' || encode(t.tgargs, 'escape') ORDER BY t.tgname)
@@ -287,6 +288,52 @@ CREATE TRIGGER guard BEFORE UPDATE ON misuse
 UPDATE misuse SET status = 'failed';
 SELECT :'SQLSTATE' AS sqlstate, status FROM misuse;
 DROP TRIGGER guard ON misuse;
+
+-------------------------------------------------------------------------------------
+-- sendjobs_cancel, sendjobs_redrive, sendjobs_purge, sendjobs_notify
+-------------------------------------------------------------------------------------
+
+-- 22004: the id is required; P0002: a job that does not exist.
+SELECT sendjobs_cancel(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_cancel(999);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22004: the ids, and each of them, are required; 22023: an id twice.
+SELECT * FROM sendjobs_redrive(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_redrive(ARRAY[NULL]::bigint[]);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_redrive(ARRAY[2, 2]);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 55000 object_not_in_prerequisite_state: only failed jobs can be redriven (job 1 is
+-- in flight, job 2 pending); P0002: an unknown one. One bad id fails the whole call.
+SELECT * FROM sendjobs_redrive(ARRAY[1]);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_redrive(ARRAY[2]);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_redrive(ARRAY[999]);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22004: both arguments are required; 22023: a negative age, a batch out of range.
+SELECT sendjobs_purge(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_purge('1 day', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_purge('-1 second');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_purge('1 day', 0);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_purge('1 day', 100001);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22004: queue and enabled are required; 22023: an empty queue name.
+SELECT sendjobs_notify(NULL, true);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_notify('default', NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_notify('', true);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22P02 (the enum's own input error): on_redrive must fit the status column too.
+SELECT sendjobs_link_transactions('shop.typed_payments', on_redrive => 'again');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 
 -- After all of the above, the fixture is exactly as it was.
 SELECT nothing_changed();

@@ -93,17 +93,22 @@ SET ROLE sj_producer;
 SELECT sendjobs_enqueue('{"n": 1}', transaction_id => 'p1') AS job_1;
 SELECT sendjobs_enqueue('{"n": 2}', transaction_id => 'p2') AS job_2;
 SELECT * FROM sendjobs_claim(1);                               -- 42501: not a worker
+SELECT * FROM sendjobs_redrive(ARRAY[1]);                      -- 42501: not an admin
 RESET ROLE;
 SET ROLE sj_worker;
 SELECT id, claim_generation FROM sendjobs_claim(1, '1 minute');
 SELECT sendjobs_heartbeat(1, 1, '2 minutes');
 SELECT sendjobs_finalize(1, 1, 'sent');                        -- stamps shop.payments as the worker
 SELECT sendjobs_enqueue('{}');                                 -- 42501: not a producer
+SELECT sendjobs_cancel(2);                                     -- 42501: not a producer
 RESET ROLE;
 SET ROLE sj_monitor;
 SELECT id, status, claim_generation FROM send_jobs ORDER BY id;
 SELECT payload FROM send_jobs;                                 -- 42501: payloads excluded
 SELECT job_id, kind, claim_generation FROM send_job_events;
+SELECT queue, ready, in_flight, sent_5m, cancelled_5m FROM sendjobs_stats();
+SELECT sendjobs_purge('0 seconds');                            -- 42501: not an admin
+SELECT sendjobs_notify('default', true);                       -- 42501: not an admin
 RESET ROLE;
 SELECT id, status FROM shop.payments ORDER BY id;
 
@@ -114,7 +119,8 @@ CREATE FUNCTION pg_temp.queue_state() RETURNS text LANGUAGE sql AS $$
     SELECT md5(concat_ws('|',
         (SELECT string_agg(j::text, ';' ORDER BY id) FROM send_jobs j),
         (SELECT string_agg(e::text, ';' ORDER BY id) FROM send_job_events e),
-        (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l)))
+        (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l),
+        (SELECT string_agg(q::text, ';') FROM sendjobs_queues q)))
 $$;
 CREATE FUNCTION pg_temp.sqlstate_as(who text, statement text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -145,6 +151,9 @@ SELECT who, attack, pg_temp.sqlstate_as(who, attack) AS sqlstate
     $a$DELETE FROM send_job_events$a$,
     $a$TRUNCATE send_jobs CASCADE$a$,
     $a$UPDATE sendjobs_transaction_link SET on_sent = 'failed'$a$,
+    -- turn wake-ups on, or make a pending job look like a redrive of another
+    $a$INSERT INTO sendjobs_queues VALUES ('default', true)$a$,
+    $a$UPDATE send_jobs SET redrive_of = 1 WHERE id = 2$a$,
     $a$SELECT setval('send_jobs_id_seq', 1)$a$]) AS attack
  ORDER BY 1, 2;
 SELECT state = pg_temp.queue_state() AS nothing_changed FROM before;
@@ -302,6 +311,13 @@ ALTER SCHEMA q RENAME TO q2;
 -- The same session goes on: its kept plans follow the schema.
 SELECT id, claim_generation FROM q2.sendjobs_claim(1, '1 minute');
 SELECT q2.sendjobs_finalize(1, 1, 'sent');
+
+-- A producer may withdraw a send it enqueued (sendjobs_cancel).
+GRANT USAGE ON SCHEMA q2 TO sj_producer;
+SELECT q2.sendjobs_grant('sj_producer', 'producer');
+SET ROLE sj_producer;
+SELECT q2.sendjobs_cancel(q2.sendjobs_enqueue('{}'));
+RESET ROLE;
 
 -- Leave no role behind (roles are cluster-wide).
 SET client_min_messages = warning;

@@ -1,0 +1,2 @@
+-- sendjobs_enqueue (src/wakeup.rs): are wake-ups on for queue $1? (No row: off.)
+SELECT notify FROM @extschema@.sendjobs_queues WHERE queue = $1

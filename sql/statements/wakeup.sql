@@ -1,0 +1,2 @@
+-- sendjobs_enqueue (src/wakeup.rs): wake the workers of queue $1, at commit.
+SELECT pg_catalog.pg_notify('sendjobs_wakeup', $1)

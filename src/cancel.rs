@@ -1,0 +1,37 @@
+//! sendjobs_cancel: a job that has not finished is cancelled, terminal like sent and failed.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::clock::wall_clock;
+use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::spi_plans::{execute, first_value, plan};
+use crate::statements::{CANCEL, JOB_EXISTS};
+
+/// Cancels job `id`: `applied` when it was pending or in_flight (it is now `cancelled`,
+/// with one `cancelled` event; its holder's finalize and heartbeat get `stale`), `stale`
+/// when it had already finished. The business row is not stamped: a cancelled send may
+/// or may not have reached the partner.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_cancel(id: Option<i64>) -> &'static str {
+    or_raise(cancel(id))
+}
+
+fn cancel(id: Option<i64>) -> Result<&'static str> {
+    let id = required(id, "id")?;
+    Spi::connect_mut(|client| {
+        let cancel = plan(
+            client,
+            &CANCEL,
+            &[pg_sys::INT8OID.into(), pg_sys::TIMESTAMPTZOID.into()],
+        )?;
+        if !execute(client, &cancel, &[id.into(), wall_clock().into()])?.is_empty() {
+            return Ok("applied");
+        }
+        let exists = plan(client, &JOB_EXISTS, &[pg_sys::INT8OID.into()])?;
+        match first_value::<bool>(execute(client, &exists, &[id.into()])?)? {
+            Some(true) => Ok("stale"),
+            _ => Err(SendJobsError::UnknownJob(id)),
+        }
+    })
+}

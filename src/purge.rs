@@ -1,0 +1,56 @@
+//! sendjobs_purge: retention. Finished jobs and their events go, a bounded batch a call.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::clock::wall_clock;
+use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::spi_plans::{execute, first_value, plan};
+use crate::statements::PURGE;
+
+/// Deletes up to `batch` jobs that finished (sent, failed or cancelled) more than
+/// `older_than` ago, with their events, and returns how many. Unfinished jobs and events
+/// younger than `older_than` are never deleted. Locked rows are skipped, so it can run
+/// from cron while workers run: call it until it returns less than `batch`.
+/// A purge's largest batch: its rows are locked and deleted in one statement, so its
+/// locks and its WAL stay bounded.
+const MAX_BATCH: i32 = 100_000;
+
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_purge(older_than: Option<Interval>, batch: default!(Option<i32>, 1000)) -> i64 {
+    or_raise(purge(older_than, batch))
+}
+
+fn purge(older_than: Option<Interval>, batch: Option<i32>) -> Result<i64> {
+    let older_than = required(older_than, "older_than")?;
+    if older_than.as_micros() < 0 {
+        return Err(SendJobsError::Negative("older_than"));
+    }
+    let batch = required(batch, "batch")?;
+    if !(1..=MAX_BATCH).contains(&batch) {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "batch must be between 1 and {MAX_BATCH}, got {batch}"
+        )));
+    }
+    Spi::connect_mut(|client| {
+        let purge = plan(
+            client,
+            &PURGE,
+            &[
+                pg_sys::TIMESTAMPTZOID.into(),
+                pg_sys::INT8OID.into(),
+                pg_sys::INTERVALOID.into(),
+            ],
+        )?;
+        let deleted = execute(
+            client,
+            &purge,
+            &[
+                wall_clock().into(),
+                i64::from(batch).into(),
+                older_than.into(),
+            ],
+        )?;
+        Ok(first_value::<i64>(deleted)?.unwrap_or(0))
+    })
+}

@@ -1,0 +1,82 @@
+//! sendjobs_stats: what an operator watches, one row per queue (sql/statements/stats.sql).
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::clock::wall_clock;
+use crate::errors::{or_raise, Result};
+use crate::spi_plans::{execute, plan};
+use crate::statements::STATS;
+
+/// A row of sendjobs_stats, as stats() builds it.
+type Row = (
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    Option<Interval>,
+    i64,
+    i64,
+    i64,
+    i64,
+    Option<Interval>,
+    Option<i64>,
+);
+
+/// One row per queue that has unfinished jobs or events in the last 5 minutes: jobs
+/// ready now, scheduled later, in flight, with an expired lease awaiting reclaim, in
+/// flight on their last attempt; the oldest ready job's wait; sent, failed and cancelled
+/// in the last 5 minutes; and, the same on every row, send_jobs' dead tuples and the
+/// oldest transaction holding back vacuum (its age, and its xmin's age in transactions).
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)]
+fn sendjobs_stats() -> TableIterator<
+    'static,
+    (
+        name!(queue, String),
+        name!(ready, i64),
+        name!(scheduled, i64),
+        name!(in_flight, i64),
+        name!(expired, i64),
+        name!(at_last_attempt, i64),
+        name!(oldest_ready_age, Option<Interval>),
+        name!(sent_5m, i64),
+        name!(failed_5m, i64),
+        name!(cancelled_5m, i64),
+        name!(dead_tuples, i64),
+        name!(oldest_xmin_age, Option<Interval>),
+        name!(oldest_xmin_xids, Option<i64>),
+    ),
+> {
+    TableIterator::new(or_raise(stats()))
+}
+
+fn stats() -> Result<Vec<Row>> {
+    Spi::connect_mut(|client| {
+        let stats = plan(client, &STATS, &[pg_sys::TIMESTAMPTZOID.into()])?;
+        let rows = execute(client, &stats, &[wall_clock().into()])?;
+        let count = |row: &pgrx::spi::SpiHeapTupleData<'_>, column| -> Result<i64> {
+            Ok(row.get::<i64>(column)?.unwrap_or(0))
+        };
+        rows.map(|row| {
+            Ok((
+                row.get::<String>(1)?.unwrap_or_default(),
+                count(&row, 2)?,
+                count(&row, 3)?,
+                count(&row, 4)?,
+                count(&row, 5)?,
+                count(&row, 6)?,
+                row.get::<Interval>(7)?,
+                count(&row, 8)?,
+                count(&row, 9)?,
+                count(&row, 10)?,
+                count(&row, 11)?,
+                row.get::<Interval>(12)?,
+                row.get::<i64>(13)?,
+            ))
+        })
+        .collect()
+    })
+}

@@ -1,0 +1,92 @@
+//! Wake-ups: workers LISTEN on `sendjobs_wakeup` instead of polling. Opt-in per queue
+//! (sendjobs_notify); an enqueue into such a queue sends one NOTIFY per queue and
+//! transaction, with the queue's name as payload.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+
+use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan};
+use crate::statements::{QUEUE_NOTIFY, QUEUE_NOTIFY_SAVE, WAKEUP};
+
+/// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
+/// queue sends, at commit, one `NOTIFY sendjobs_wakeup` with the queue's name as payload,
+/// however many jobs it enqueued.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_notify(queue: Option<&str>, enabled: Option<bool>) {
+    or_raise(set_notify(queue, enabled))
+}
+
+fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
+    let queue = required(queue, "queue")?;
+    let enabled = required(enabled, "enabled")?;
+    if queue.is_empty() {
+        return Err(SendJobsError::InvalidArgument(
+            "queue must not be empty".into(),
+        ));
+    }
+    Spi::connect_mut(|client| {
+        let save = plan(
+            client,
+            &QUEUE_NOTIFY_SAVE,
+            &[pg_sys::TEXTOID.into(), pg_sys::BOOLOID.into()],
+        )?;
+        execute(client, &save, &[queue.into(), enabled.into()])?;
+        Ok(())
+    })
+}
+
+/// What this (sub)transaction has decided about each queue it enqueued into: `true`
+/// when it has notified. Keyed by the local transaction and subtransaction ids: a
+/// subtransaction rolled back takes its NOTIFY with it, and the next enqueue, in
+/// another subtransaction, sends it again (Postgres delivers identical notifications
+/// of one transaction once).
+struct Decided {
+    transaction: (pg_sys::LocalTransactionId, pg_sys::SubTransactionId),
+    queues: HashMap<String, bool>,
+}
+
+thread_local! {
+    static DECIDED: RefCell<Option<Decided>> = const { RefCell::new(None) };
+}
+
+fn current_transaction() -> (pg_sys::LocalTransactionId, pg_sys::SubTransactionId) {
+    // SAFETY: MyProc is set for every backend that runs SQL.
+    unsafe { ((*pg_sys::MyProc).lxid, pg_sys::GetCurrentSubTransactionId()) }
+}
+
+/// After a job was enqueued into `queue`: the first time in this (sub)transaction, look
+/// the queue up and, when its wake-ups are on, NOTIFY. Later enqueues cost a hash look-up.
+pub fn after_enqueue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
+    let now = current_transaction();
+    let known = DECIDED.with_borrow_mut(|decided| {
+        if decided.as_ref().is_none_or(|d| d.transaction != now) {
+            *decided = Some(Decided {
+                transaction: now,
+                queues: HashMap::new(),
+            });
+        }
+        decided.as_ref().and_then(|d| d.queues.get(queue).copied())
+    });
+    // A 0.1.0 catalog (this library installed before ALTER EXTENSION ... UPDATE) has no
+    // per-queue settings: no queue has wake-ups on.
+    if known.is_some() || !catalog_is_0_2(client)? {
+        return Ok(());
+    }
+    let lookup = plan(client, &QUEUE_NOTIFY, &[pg_sys::TEXTOID.into()])?;
+    let notify = first_value::<bool>(execute(client, &lookup, &[queue.into()])?)? == Some(true);
+    if notify {
+        let wakeup = plan(client, &WAKEUP, &[pg_sys::TEXTOID.into()])?;
+        execute(client, &wakeup, &[queue.into()])?;
+    }
+    DECIDED.with_borrow_mut(|decided| {
+        if let Some(decided) = decided {
+            decided.queues.insert(queue.to_owned(), notify);
+        }
+    });
+    Ok(())
+}
