@@ -11,7 +11,8 @@ Only the parameters are replaced:
   S  $1 (the clock)   -> a MATERIALIZED CTE `clock` holding clock_timestamp(), read once
      NULL parameters  -> typed NULL literals (pgbench variables cannot be NULL)
      the others       -> pgbench variables, i.e. parameters of `pgbench -M prepared`
-     the claim's final `SELECT job FROM claimed ...` -> two arrays (ids, generations)
+     the claim's final `SELECT job, gave_up, ... FROM claimed ...` -> two arrays (ids,
+     generations) of the jobs claimed (not of those that gave up)
      so that pgbench can \\gset them (E and P aggregate the same way in the script).
   P  $n               -> PL/pgSQL variables (PL/pgSQL passes them as parameters of a
      cached plan, as SPI does for the extension); the claim's final SELECT expands the
@@ -161,7 +162,7 @@ def add_clock_cte(sql):
 
 
 CLOCK = "(SELECT clock.now FROM clock)"
-CLAIM_TAIL = "SELECT job FROM claimed ORDER BY next_attempt_at, id"
+CLAIM_TAIL = "SELECT job, gave_up, id, transaction_id FROM claimed ORDER BY next_attempt_at, id"
 
 
 # The tables of S, P and F are copies of the tables the extension created for E (so they
@@ -203,7 +204,10 @@ def p_functions(st, s):
     def claim(key):
         body = subst(with_schema(st[key], s), claim_map).rstrip()
         assert body.endswith(CLAIM_TAIL)
-        return body[: -len(CLAIM_TAIL)] + "SELECT (job).* FROM claimed ORDER BY next_attempt_at, id"
+        # Jobs that gave up are not returned. P does not translate the give-up's rounds
+        # and stamps: in the benchmark no lease expires, so no job gives up.
+        return body[: -len(CLAIM_TAIL)] + ("SELECT (job).* FROM claimed WHERE NOT gave_up "
+                                           "ORDER BY next_attempt_at, id")
 
     def fin(key):
         return subst(with_schema(st[key], s), {
@@ -431,7 +435,7 @@ def script_s(st, schema, variant):
     claim = claim[: -len(CLAIM_TAIL)] + (
         "SELECT coalesce(array_agg(id ORDER BY next_attempt_at, id), '{}') AS ids, "
         "coalesce(array_agg((job).claim_generation ORDER BY next_attempt_at, id), '{}') AS gens "
-        "FROM claimed")
+        "FROM claimed WHERE NOT gave_up")
     def fin(key):
         return _one_line(add_clock_cte(subst(with_schema(st[key], schema), {
             1: ":ids", 2: ":gens", 3: ":outcome", 4: CLOCK,
