@@ -26,13 +26,15 @@ held AS (
      GROUP BY queue
 ),
 finished AS (
-    SELECT queue,
-           pg_catalog.count(*) FILTER (WHERE kind = 'sent') AS sent,
-           pg_catalog.count(*) FILTER (WHERE kind = 'failed') AS failed,
-           pg_catalog.count(*) FILTER (WHERE kind = 'cancelled') AS cancelled
-      FROM @extschema@.send_job_events
-     WHERE created_at > $1 - interval '5 minutes'
-     GROUP BY queue
+    -- Events staged before 0.2.0 have no queue: their job's (the sub-select runs for them alone).
+    SELECT coalesce(event.queue, (SELECT job.queue FROM @extschema@.send_jobs AS job
+                                    WHERE job.id = event.job_id)) AS queue,
+           pg_catalog.count(*) FILTER (WHERE event.kind = 'sent') AS sent,
+           pg_catalog.count(*) FILTER (WHERE event.kind = 'failed') AS failed,
+           pg_catalog.count(*) FILTER (WHERE event.kind = 'cancelled') AS cancelled
+      FROM @extschema@.send_job_events AS event
+     WHERE event.created_at > $1 - interval '5 minutes'
+     GROUP BY 1
 ),
 vacuum AS (
     SELECT pg_catalog.pg_stat_get_dead_tuples('@extschema@.send_jobs'::pg_catalog.regclass) AS dead_tuples,
