@@ -1,7 +1,8 @@
 """The invariant checker: one function per row of the README's table of invariants
-(durability, then 1 to 7), each comparing the three records of a run -- the partner's
-record of every send, the harness's record of every call and the database with its
-witness rows (how they are kept, and why they stay true across crashes and failovers:
+(durability, then 1 to 8, then the lifecycle functions of 0.2.0: cancel, redrive,
+purge, stats), each comparing the three records of a run -- the partner's record of
+every send, the harness's record of every call and the database with its witness rows
+(how they are kept, and why they stay true across crashes and failovers:
 tests/soak/records.py) -- and adding what it finds to the run's `Violations` under a
 fixed check name. `check_everything` runs them all in order; the demo and the soak call
 it once at the end of a run, the self-test (tests/soak/checker_selftest.py) once per
@@ -9,12 +10,38 @@ mutation of a clean run's records.
 
 A lease end is always the one the database recorded (at claim time, and at each applied
 heartbeat), never a worker's idea of it; an answer counts as evidence only when it came
-back to its worker.
+back to its worker. The finished jobs seeded before the run (for the purge) are left
+out of every check but the purge's.
 """
 
 import collections
+import datetime as dt
 
-from .records import BUSINESS_OF, TERMINAL, TERMINAL_BUSINESS, fmt_ts, ts
+from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, REDRIVE_STAMP, STATS_COLUMNS, TERMINAL,
+                      TERMINAL_BUSINESS, fmt_ts, ts)
+
+WITNESSED = ("claim", "heartbeat", "finalize", "cancel")  # the calls that write a witness row
+
+
+def gave_up(job):
+    """The claim finished this job as failed, its last lease having expired (invariant 8)."""
+    return job["status"] == "failed" and (job.get("last_error") or "").startswith(GAVE_UP_PREFIX)
+
+
+def business_expected(chain):
+    """What a transaction's jobs -- the original, then each redrive of it, in id order --
+    must have left in its business row: (history moves, final value). A finished job
+    stamps its outcome, a redrive stamps pending again, a cancel stamps nothing."""
+    value, moves = "pending", []
+    for j, nxt in zip(chain, chain[1:] + [None]):
+        stamp = BUSINESS_OF.get(j["status"])
+        if stamp:
+            moves.append((value, stamp))
+            value = stamp
+        if nxt is not None and nxt["redrive_of"] == j["id"]:
+            moves.append((value, REDRIVE_STAMP))
+            value = REDRIVE_STAMP
+    return moves, value
 
 
 class Evidence:
@@ -24,8 +51,18 @@ class Evidence:
         self.ctx = ctx
         self.calls = ctx.record.calls
         self.db = db
-        self.jobs, self.events = db["jobs"], db["events"]
+        seeded = ctx.seeded_old | ctx.seeded_recent
+        self.jobs = {jid: j for jid, j in db["jobs"].items() if jid not in seeded}
+        self.events = {jid: e for jid, e in db["events"].items() if jid not in seeded}
         self.partner_requests = partner_requests
+        self.sends = collections.defaultdict(list)
+        for r in partner_requests:
+            self.sends[r["job"]].append(r)
+        # each transaction's jobs: the original, then its redrives (ids grow)
+        self.chains = collections.defaultdict(list)
+        for jid in sorted(self.jobs):
+            if self.jobs[jid]["txn"] is not None:
+                self.chains[self.jobs[jid]["txn"]].append(self.jobs[jid])
         # witness history per job: claims per job, heartbeats and finalizes per claim
         self.claims = collections.defaultdict(list)
         for c in db["claims"]:
@@ -36,6 +73,10 @@ class Evidence:
         self.fins = collections.defaultdict(list)
         for f in db["finalizes"]:
             self.fins[(f["job"], f["gen"])].append(f)
+        # every finalize and heartbeat of a job, whatever the generation
+        self.fenced_calls = collections.defaultdict(list)
+        for x in db["finalizes"] + db["heartbeats"]:
+            self.fenced_calls[x["job"]].append(x)
         self.claim_of = {(c["job"], c["gen"]): c for c in db["claims"]}
         self.next_claim = {}
         for jid, cs in self.claims.items():
@@ -46,12 +87,22 @@ class Evidence:
         # the applied finalizes that made each job terminal, in witness order
         self.terminal_finalizes = collections.defaultdict(list)
         for f in db["finalizes"]:
-            if f["result"] == "applied" and f["status"] in TERMINAL:
+            if f["result"] == "applied" and f["status"] in FINALIZED:
                 self.terminal_finalizes[f["job"]].append(f)
 
     def claims_in_order(self, job_id):
         """The witnessed claims of a job, by generation."""
         return sorted(self.claims.get(job_id, []), key=lambda c: (c["gen"], c["claimed_at"]))
+
+    def poison_jobs(self):
+        """The ids of the poison jobs: planned as poison, or redriving a poison job."""
+        keys = {k for k, p in self.ctx.plans.items() if p.get("poison")}
+        poison = set()
+        for jid in sorted(self.jobs):
+            j = self.jobs[jid]
+            if j["key"] in keys or j["redrive_of"] in poison:
+                poison.add(jid)
+        return poison
 
     def released(self, job_id, gen):
         """The applied finalize that released claim (job, gen), if any."""
@@ -76,8 +127,8 @@ class Evidence:
 # ----------------------------------------------------------------------------------
 
 def check_durability(ev, V, stats):
-    """Every claim, heartbeat and finalize answer that came back to its worker is in the
-    database (its witness row survived crashes and failover, with the same answer); no
+    """Every claim, heartbeat, finalize and cancel answer that came back to its caller is in
+    the database (its witness row survived crashes and failover, with the same answer); no
     witness row without a call; a finalize that returned `applied` left its job terminal
     with its event. Counts the calls, known and unknown, in `stats`. (After a failover the
     soak also audits the old primary: tests/soak/soak.py, audit_old_primary.)"""
@@ -85,15 +136,18 @@ def check_durability(ev, V, stats):
     w_claims_by_call = collections.defaultdict(list)
     for c in db["claims"]:
         w_claims_by_call[c["call"]].append(c)
-    w_hb_by_call = {h["call"]: h for h in db["heartbeats"]}
-    w_fin_by_call = {f["call"]: f for f in db["finalizes"]}
+    witness_by_call = {kind: {w["call"]: w for w in db[table]}
+                       for kind, table in (("heartbeat", "heartbeats"), ("finalize", "finalizes"),
+                                           ("cancel", "cancels"))}
     calls = {c["id"]: c for c in ev.calls}
-    stats.update({f"{k}_{w}": 0 for k in ("claim", "heartbeat", "finalize")
+    stats.update({f"{k}_{w}": 0 for k in WITNESSED
                   for w in ("calls", "known", "unknown", "unknown_committed", "unknown_not_committed")})
     stats["finalize_stale"] = stats["finalize_applied"] = stats["claims_invisible"] = 0
     stats["finalize_batched"] = sum(1 for c in ev.calls if c["kind"] == "finalize" and c.get("batch"))
     for call in ev.calls:
         kind = call["kind"]
+        if kind not in WITNESSED:
+            continue  # redrive and purge: their effects are checked below (check_redrives, check_purge)
         stats[f"{kind}_calls"] += 1
         if kind == "claim":
             got = w_claims_by_call.get(call["id"], [])
@@ -110,20 +164,21 @@ def check_durability(ev, V, stats):
                 stats["claim_unknown_committed" if got else "claim_unknown_not_committed"] += 1
                 stats["claims_invisible"] += len(got)
         else:
-            w = (w_hb_by_call if kind == "heartbeat" else w_fin_by_call).get(call["id"])
+            w = witness_by_call[kind].get(call["id"])
             if call["known"] and call["result"] != "error":
                 stats[f"{kind}_known"] += 1
                 if kind == "finalize":
                     stats[f"finalize_{call['result']}"] += 1
                 if w is None or w["result"] != call["result"]:
+                    gen = f" gen {call['gen']}" if "gen" in call else ""  # a cancel names no claim
                     V.add(f"a {kind} answer that came back is not in the database (lost commit)",
-                          f"call {call['id']} job {call['job']} gen {call['gen']}: returned {call['result']!r}, "
-                          f"database has {w and w['result']!r}")
+                          f"call {call['id']} job {call['job']}{gen}: "
+                          f"returned {call['result']!r}, database has {w and w['result']!r}")
             elif not call["known"]:
                 stats[f"{kind}_unknown"] += 1
                 stats[f"{kind}_unknown_committed" if w else f"{kind}_unknown_not_committed"] += 1
-    for table, by_call in (("claims", w_claims_by_call), ("heartbeats", w_hb_by_call),
-                           ("finalizes", w_fin_by_call)):
+    for table, by_call in (("claims", w_claims_by_call), ("heartbeats", witness_by_call["heartbeat"]),
+                           ("finalizes", witness_by_call["finalize"]), ("cancels", witness_by_call["cancel"])):
         for cid in by_call:
             if cid not in calls:
                 V.add("a witness row for a call nobody made", f"harness.{table} call {cid}")
@@ -133,7 +188,7 @@ def check_durability(ev, V, stats):
     for call in ev.calls:
         if call["kind"] == "finalize" and call["known"] and call["result"] == "applied":
             post = call.get("post")
-            if post and post[0] in TERMINAL:
+            if post and post[0] in FINALIZED:
                 j = jobs.get(call["job"])
                 evs = events.get(call["job"], [])
                 if not j or j["status"] != post[0] or j["gen"] != call["gen"] or \
@@ -168,7 +223,7 @@ def check_one_live_claim(ev, V, stats):
                       f"job {jid}: gen {prev['gen']} at {fmt_ts(prev['claimed_at'])}, "
                       f"gen {nxt['gen']} at {fmt_ts(nxt['claimed_at'])}")
             f = ev.released(jid, prev["gen"])
-            if f and f["status"] in TERMINAL:
+            if f and f["status"] in FINALIZED:
                 V.add("claimed again after a terminal finalize", f"job {jid}: gen {prev['gen']} -> {nxt['gen']}")
                 continue
             how, until = ev.held_until(jid, prev["gen"], prev)
@@ -257,8 +312,11 @@ def check_fencing(ev, V):
 
 def check_one_event(ev, V):
     """A terminal job never changes again: it has exactly one event, of its kind, its final
-    generation and its business row, from the one applied terminal finalize of its last
-    claim; a job that is not terminal has no event and no applied terminal finalize."""
+    generation and its business row, dated at the job's finished_at (what the purge goes
+    by); a sent or failed job was finished by the one applied terminal finalize of its
+    last claim, unless it gave up (check_give_up) -- a cancelled one by its cancel
+    (check_cancels); a job that is not terminal has no event and no applied terminal
+    finalize."""
     for jid, j in ev.jobs.items():
         evs = ev.events.get(jid, [])
         tf = ev.terminal_finalizes.get(jid, [])
@@ -277,7 +335,11 @@ def check_one_event(ev, V):
                           f"job {jid}: job gen {j['gen']}, event gen {e['gen']}")
                 if e["txn"] != j["txn"]:
                     V.add("event transaction_id differs", f"job {jid}: {j['txn']} vs {e['txn']}")
-            if not tf or tf[-1]["gen"] != j["gen"] or tf[-1]["status"] != j["status"]:
+                if e["at"] != j["finished_at"]:
+                    V.add("event time differs from the job's finished_at",
+                          f"job {jid}: event {fmt_ts(e['at'])}, finished_at {fmt_ts(j['finished_at'])}")
+            if j["status"] in FINALIZED and not gave_up(j) and \
+                    (not tf or tf[-1]["gen"] != j["gen"] or tf[-1]["status"] != j["status"]):
                 V.add("terminal job not finished by an applied finalize of its last claim",
                       f"job {jid} ({j['status']}, gen {j['gen']}): applied terminal finalizes "
                       f"{[(f['gen'], f['status']) for f in tf]}")
@@ -294,19 +356,23 @@ def check_one_event(ev, V):
 # ----------------------------------------------------------------------------------
 
 def check_guard(ev, V):
-    """A guarded business row never moves between terminal values: it matches its job, its
-    history is exactly pending -> final, and no history row moves between success and
+    """A guarded business row never moves between terminal values: it matches its jobs
+    (the original, then each redrive), its history is exactly their stamps -- pending ->
+    final for each finished job (a job that gave up included), final -> pending for each
+    redrive, nothing for a cancel -- and no history row moves between success and
     failed. (That every reconciler flip was refused is checked as it happens: the
     Reconciler in tests/soak/workers.py.)"""
     business, history = ev.db["business"], ev.db["history"]
-    for jid, j in ev.jobs.items():
-        if j["status"] in TERMINAL and j["txn"] is not None:
-            if business.get(j["txn"]) != BUSINESS_OF[j["status"]]:
-                V.add("business row does not match its job",
-                      f"{j['txn']}: job {jid} {j['status']}, row {business.get(j['txn'])}")
-            h = history.get(j["txn"], [])
-            if h != [("pending", BUSINESS_OF[j["status"]])]:
-                V.add("business row history is not exactly pending -> final", f"{j['txn']}: {h}")
+    for txn, chain in ev.chains.items():
+        if chain[-1]["status"] not in TERMINAL:
+            continue
+        moves, value = business_expected(chain)
+        if business.get(txn) != value:
+            V.add("business row does not match its job",
+                  f"{txn}: jobs {[(j['id'], j['status']) for j in chain]}, row {business.get(txn)}, expected {value}")
+        h = history.get(txn, [])
+        if h != moves:
+            V.add("business row history is not its jobs' stamps", f"{txn}: {h}, expected {moves}")
     for txn, moves in history.items():
         for old, new in moves:
             if old in TERMINAL_BUSINESS and new in TERMINAL_BUSINESS and old != new:
@@ -323,10 +389,7 @@ def check_resends(ev, V, stats):
     claim the database does not have, or before its claim; no older generation arriving
     while its lease still ran; a `sent` job had a 200 under its final claim. Counts the
     re-sends, duplicate deliveries, zombie sends and sends after their own lease."""
-    jobs, claim_of = ev.jobs, ev.claim_of
-    sends = collections.defaultdict(list)
-    for r in ev.partner_requests:
-        sends[r["job"]].append(r)
+    jobs, claim_of, sends = ev.jobs, ev.claim_of, ev.sends
     stats.update(resent_jobs=0, resends=0, resends_after_retry=0, resends_after_expiry=0,
                  duplicate_deliveries=0, sends_after_own_lease=0)
     for jid, rs in sends.items():
@@ -422,6 +485,247 @@ def check_nothing_lost(ev, V, stats, require_terminal=True):
 
 
 # ----------------------------------------------------------------------------------
+# 8. at most max_attempts sends (giving up)
+# ----------------------------------------------------------------------------------
+
+def check_give_up(ev, V, stats):
+    """No job is claimed, nor sent to the partner, more than max_attempts times, whatever
+    failed. A job that gave up did so on its last attempt, once that claim's lease had
+    ended (heartbeats included), with the claim's last_error; no finalize of that claim
+    applied, nor a heartbeat after it. Every poison job gave up (or was cancelled)."""
+    for jid, j in ev.jobs.items():
+        claims, sends = len(ev.claims.get(jid, [])), len(ev.sends.get(jid, []))
+        if claims > j["max_attempts"]:
+            V.add("claimed more than max_attempts times",
+                  f"job {jid}: {claims} claims, max_attempts {j['max_attempts']}")
+        if sends > j["max_attempts"]:
+            V.add("partner got more sends of a job than its max_attempts",
+                  f"job {jid}: {sends} sends, max_attempts {j['max_attempts']}")
+        if gave_up(j):
+            check_one_give_up(ev, V, j)
+    poison = ev.poison_jobs()
+    for jid in sorted(poison):
+        j = ev.jobs[jid]
+        if j["status"] in TERMINAL and j["status"] != "cancelled" and not gave_up(j):
+            V.add("poison job did not give up", f"job {jid}: {j['status']}, last_error {j['last_error']!r}")
+    stats["gave_up"] = sum(1 for j in ev.jobs.values() if gave_up(j))
+    stats["poison"] = len(poison)
+    stats["poison_gave_up"] = sum(1 for jid in poison if gave_up(ev.jobs[jid]))
+    stats["poison_cancelled"] = sum(1 for jid in poison if ev.jobs[jid]["status"] == "cancelled")
+    stats["poison_max_sends"] = max((len(ev.sends.get(jid, [])) for jid in poison), default=0)
+    stats["poison_sends"] = sum(len(ev.sends.get(jid, [])) for jid in poison)
+    stats["sent_max_attempts_times"] = sum(1 for jid, rs in ev.sends.items()
+                                           if jid in ev.jobs and len(rs) == ev.jobs[jid]["max_attempts"])
+
+
+def check_one_give_up(ev, V, j):
+    jid, n = j["id"], j["max_attempts"]
+    if j["attempts"] != n:
+        V.add("gave up before its last attempt", f"job {jid}: attempts {j['attempts']} of {n}")
+    if not j["last_error"].startswith(GAVE_UP.format(n=n)):
+        V.add("gave-up job's last_error does not name its last attempt", f"job {jid}: {j['last_error']!r}")
+    if ev.terminal_finalizes.get(jid):
+        V.add("job both finalized and gave up",
+              f"job {jid}: {[(f['gen'], f['outcome']) for f in ev.terminal_finalizes[jid]]}")
+    cs = ev.claims_in_order(jid)
+    if not cs:
+        return
+    last = cs[-1]
+    t = ts(j["finished_at"])  # the giving-up claim's instant (its event's created_at too)
+    _, until = ev.held_until(jid, last["gen"], last)
+    if t < until:
+        V.add("gave up while its last lease was running",
+              f"job {jid} gen {last['gen']}: gave up at {fmt_ts(t)}, lease ran until {fmt_ts(until)}")
+    # A finalize of that claim never applies (the job would not have been in_flight to give
+    # up); a heartbeat of it applies only before the give-up.
+    late = [f for f in ev.fins.get((jid, last["gen"]), []) if f["result"] == "applied"]
+    late += [h for h in ev.hbs.get((jid, last["gen"]), []) if h["result"] == "applied" and ts(h["at"]) > t]
+    for x in late:
+        V.add("finalize or heartbeat applied after the job gave up",
+              f"job {jid} gen {last['gen']} (call {x['call']}) at {fmt_ts(x['at'])}, gave up at {fmt_ts(t)}")
+
+
+# ----------------------------------------------------------------------------------
+# cancel
+# ----------------------------------------------------------------------------------
+
+def check_cancels(ev, V, stats):
+    """sendjobs_cancel: an applied cancel left its job cancelled, and it stays so; a
+    `stale` one found the job finished. A cancelled job has exactly one applied cancel
+    (its one event is checked with the others: kind cancelled, its generation), no
+    terminal finalize; after the cancel committed no claim of it started and no
+    finalize or heartbeat of it applied; its business row was not stamped (it is as
+    the job before it left it: pending). Counts the sends of a cancelled job that
+    arrived after the cancel (claimed before it: allowed)."""
+    applied = collections.defaultdict(list)
+    for w in ev.db["cancels"]:
+        where = f"job {w['job']} (call {w['call']})"
+        if w["result"] == "applied":
+            applied[w["job"]].append(w)
+            if w["status"] != "cancelled":
+                V.add("cancel applied but the row says otherwise", f"{where}: {w['status']}")
+        elif w["result"] == "stale":
+            if w["status"] not in TERMINAL:
+                V.add("cancel refused an open job", f"{where}: the row is {w['status']}")
+        else:
+            V.add("cancel returned an unknown value", f"{where}: {w['result']!r}")
+    stats["sends_after_cancel"] = 0
+    for jid, j in ev.jobs.items():
+        ws = applied.get(jid, [])
+        if j["status"] != "cancelled":
+            if ws:
+                V.add("cancel applied but the job is not cancelled at the end", f"job {jid}: {j['status']}")
+            continue
+        if len(ws) != 1:
+            V.add("job cancelled without exactly one applied cancel", f"job {jid}: {len(ws)} applied cancels")
+        if ws:
+            check_one_cancel(ev, V, stats, j, ws[0])
+    stats["cancelled"] = sum(1 for j in ev.jobs.values() if j["status"] == "cancelled")
+
+
+def check_one_cancel(ev, V, stats, j, w):
+    jid = j["id"]
+    # When the cancel committed (the server's commit timestamp; without one, the witness's
+    # clock, a moment before): a claim, finalize or heartbeat that starts later must see it.
+    t = ts(w["committed_at"] or w["at"])
+    if ev.terminal_finalizes.get(jid):
+        V.add("cancelled job was also finished by a finalize",
+              f"job {jid}: {[(f['gen'], f['outcome']) for f in ev.terminal_finalizes[jid]]}")
+    for c in ev.claims.get(jid, []):
+        if ts(c["claimed_at"]) > t:
+            V.add("claimed after it was cancelled",
+                  f"job {jid} gen {c['gen']} claimed at {fmt_ts(c['claimed_at'])}, cancelled at {fmt_ts(t)}")
+    for x in ev.fenced_calls.get(jid, []):
+        if x["result"] == "applied" and ts(x["at"]) > t:
+            V.add("finalize or heartbeat applied after the cancel",
+                  f"job {jid} gen {x['gen']} (call {x['call']}) at {fmt_ts(x['at'])}, cancelled at {fmt_ts(t)}")
+    chain = ev.chains.get(j["txn"], [])
+    if chain and chain[-1] is j:
+        _, unstamped = business_expected(chain)  # what the jobs before it left (pending)
+        if ev.db["business"].get(j["txn"]) != unstamped:
+            V.add("cancelled job's business row was stamped",
+                  f"job {jid}: {j['txn']} is {ev.db['business'].get(j['txn'])}, expected {unstamped}")
+    stats["sends_after_cancel"] += sum(1 for r in ev.sends.get(jid, []) if r["t"] > t)
+
+
+# ----------------------------------------------------------------------------------
+# redrive
+# ----------------------------------------------------------------------------------
+
+def check_redrives(ev, V, stats):
+    """sendjobs_redrive: every job with a redrive_of was asked for by a redrive call and
+    sends again a job that is (still) failed: same transaction_id, payload, queue and
+    max_attempts, no idempotency key; at most one new job per failed job; a redrive that
+    came back is in the database, and redriving a job again returned the same new job.
+    (The new jobs end terminal like the others: check_nothing_lost; the failed job keeps
+    its one event: check_one_event; the business row's failed -> pending: check_guard.)"""
+    asked, returned = set(), collections.defaultdict(set)
+    for c in ev.calls:
+        if c["kind"] == "redrive":
+            asked.update(c["ids"])
+            if c["known"] and isinstance(c["result"], dict):
+                for old, new in c["result"].items():
+                    returned[old].add(new)
+    by_origin = collections.defaultdict(list)
+    for j in ev.jobs.values():
+        if j["redrive_of"] is not None:
+            by_origin[j["redrive_of"]].append(j)
+    same = ("txn", "payload", "queue", "max_attempts")
+    for old_id, news in by_origin.items():
+        if len(news) > 1:
+            V.add("failed job redriven twice", f"job {old_id}: new jobs {sorted(n['id'] for n in news)}")
+        if old_id not in asked:
+            V.add("a job redriven that nobody redrove", f"job {old_id}: new jobs {[n['id'] for n in news]}")
+        old = ev.jobs.get(old_id)
+        if old is None or old["status"] != "failed":
+            V.add("redrive_of names a job that is not failed", f"job {old_id}: {old and old['status']}")
+            continue
+        for new in news:
+            differs = [k for k in same if new[k] != old[k]] + (["idempotency_key"] if new["key"] else [])
+            if differs:
+                V.add("redriven job differs from its failed job", f"job {new['id']} redrives {old_id}: {differs}")
+    for old_id, news in returned.items():
+        if len(news) > 1:
+            V.add("redriving a job again returned another new job", f"job {old_id}: {sorted(news)}")
+        for new_id in news:
+            if new_id not in ev.jobs or ev.jobs[new_id]["redrive_of"] != old_id:
+                V.add("a redrive that came back is not in the database (lost commit)",
+                      f"job {old_id} -> {new_id}: {ev.jobs.get(new_id, {}).get('redrive_of', 'no such job')}")
+    news = [n for ns in by_origin.values() for n in ns]
+    stats["redriven"] = len(news)
+    stats["redriven_outcomes"] = collections.Counter(n["status"] for n in news)
+
+
+# ----------------------------------------------------------------------------------
+# purge
+# ----------------------------------------------------------------------------------
+
+def check_purge(ev, V, stats):
+    """sendjobs_purge('1 hour', ...), called while the workers ran: every job seeded as
+    finished a day ago is gone, with its event; the jobs seeded as created a day ago but
+    finished ten minutes ago are all there, with their events; the purge calls that came
+    back deleted no more rows than were seeded old; and no job the run enqueued, claimed,
+    cancelled or redrove is gone (their events: check_one_event)."""
+    jobs, events, ctx = ev.db["jobs"], ev.db["events"], ev.ctx
+    left = sorted(jid for jid in ctx.seeded_old if jid in jobs or events.get(jid))
+    if left:
+        V.add("an old finished job was not purged", f"{len(left)} of {len(ctx.seeded_old)} left: {left[:10]}")
+    gone = sorted(jid for jid in ctx.seeded_recent if jid not in jobs or len(events.get(jid, [])) != 1)
+    if gone:
+        V.add("purge deleted a job that finished within the hour", f"{len(gone)}: {gone[:10]}")
+    purges = [c for c in ev.calls if c["kind"] == "purge"]
+    deleted = sum(c["result"] for c in purges if c["known"] and isinstance(c["result"], int))
+    if deleted > len(ctx.seeded_old):
+        V.add("purge deleted more than the old jobs", f"{deleted} rows, {len(ctx.seeded_old)} seeded old")
+    ours = set(ctx.enqueued.values()) | {c["job"] for c in ev.db["claims"]} | {w["job"] for w in ev.db["cancels"]}
+    ours |= {new for c in ev.calls if c["kind"] == "redrive" and isinstance(c["result"], dict)
+             for new in c["result"].values()}
+    missing = sorted(ours - jobs.keys())
+    if missing:
+        V.add("a job the run made or claimed is gone", f"{len(missing)}: {missing[:10]}")
+    stats.update(purge_calls=len(purges), purge_unknown=sum(1 for c in purges if not c["known"]),
+                 purged=deleted, purge_old_left=len(left))
+
+
+# ----------------------------------------------------------------------------------
+# stats
+# ----------------------------------------------------------------------------------
+
+def check_stats(ev, V):
+    """sendjobs_stats, called once after the run (nothing moves any more), agrees with the
+    rows themselves, seeded ones included: per queue, pending jobs ready or scheduled by
+    next_attempt_at, held ones in flight or expired by their lease, held ones on their
+    last attempt, and the events of the last 5 minutes by kind (not the seeded ones that
+    finished 10 minutes ago). Its `now` lies between two clock readings around the call:
+    a row at that very instant may count either way."""
+    st = ev.db["stats"]
+    before, after, window = st["before"], st["after"], dt.timedelta(minutes=5)
+    expected = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))  # queue, column -> range
+
+    def count(queue, column, surely, perhaps):
+        expected[queue][column][0] += bool(surely)
+        expected[queue][column][1] += bool(surely or perhaps)
+    for j in ev.db["jobs"].values():
+        if j["status"] == "pending":
+            count(j["queue"], "ready", j["next_at"] <= before, j["next_at"] <= after)
+            count(j["queue"], "scheduled", j["next_at"] > after, j["next_at"] > before)
+        if j["lease_end"] is not None:
+            count(j["queue"], "in_flight", j["lease_end"] > after, j["lease_end"] > before)
+            count(j["queue"], "expired", j["lease_end"] <= before, j["lease_end"] <= after)
+            count(j["queue"], "at_last_attempt", j["attempts"] >= j["max_attempts"], False)
+    for evs in ev.db["events"].values():
+        for e in evs:
+            count(e["queue"], f"{e['kind']}_5m", e["at"] > after - window, e["at"] > before - window)
+    for queue in sorted(set(expected) | set(st["rows"]), key=str):  # a queue may be NULL (events before 0.2.0)
+        for column in STATS_COLUMNS:
+            least, most = expected[queue][column]
+            got = st["rows"].get(queue, {}).get(column, 0)
+            if not least <= got <= most:
+                V.add("sendjobs_stats disagrees with the rows",
+                      f"queue {queue}: {column} {got}, the rows say {least}" + (f"..{most}" if most != least else ""))
+
+
+# ----------------------------------------------------------------------------------
 # all of them
 # ----------------------------------------------------------------------------------
 
@@ -430,8 +734,8 @@ def count_outcomes(ev, stats):
     answer, stale finalizes, how the failed jobs failed."""
     jobs, db, partner_requests = ev.jobs, ev.db, ev.partner_requests
     stats["jobs"] = len(jobs)
-    stats["sent"] = sum(1 for j in jobs.values() if j["status"] == "sent")
-    stats["failed"] = sum(1 for j in jobs.values() if j["status"] == "failed")
+    for status in TERMINAL:
+        stats[status] = sum(1 for j in jobs.values() if j["status"] == status)
     stats["events"] = sum(len(v) for v in ev.events.values())
     stats["partner_requests"] = len(partner_requests)
     stats["partner_codes"] = collections.Counter(r["code"] for r in partner_requests)
@@ -444,9 +748,10 @@ def count_outcomes(ev, stats):
 
 
 def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
-    """Checks every invariant of the README's table (durability, then 1 to 7) against the
-    three records: `db` from records.read_database, the partner's requests, and the calls
-    in ctx.record. Fills `stats`; adds violations to ctx.violations."""
+    """Checks every invariant of the README's table (durability, then 1 to 8, then cancel,
+    redrive, purge and stats) against the three records: `db` from records.read_database, the
+    partner's requests, and the calls in ctx.record. Fills `stats`; adds violations to
+    ctx.violations."""
     ev = Evidence(ctx, db, partner_requests)
     V = ctx.violations
     check_durability(ev, V, stats)
@@ -457,5 +762,10 @@ def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     check_guard(ev, V)
     check_resends(ev, V, stats)
     check_nothing_lost(ev, V, stats, require_terminal)
+    check_give_up(ev, V, stats)
+    check_cancels(ev, V, stats)
+    check_redrives(ev, V, stats)
+    check_purge(ev, V, stats)
+    check_stats(ev, V)
     count_outcomes(ev, stats)
     return stats

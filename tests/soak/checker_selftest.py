@@ -2,14 +2,16 @@
 records, one mutation per check -- each the fact that check exists for (a witness row
 dropped, an event duplicated, a re-send moved before the lease end, ...) -- and the
 checker (tests/soak/checker.py) must then report that check. The soak runs it with
---self-test-checker (and --prove-checker runs that first); all 42 checks must fire.
+--self-test-checker (and --prove-checker runs that first); every check must fire --
+those of 0.2.0 too (giving up, cancel, redrive, purge, stats), whose mutations
+need a run that had poison jobs, cancels, redrives and a purge (the soak's always has).
 """
 
 import copy
 import datetime as dt
 
-from .checker import check_everything
-from .records import TERMINAL, Record, Violations, ts
+from .checker import check_everything, gave_up
+from .records import FINALIZED, GAVE_UP, TERMINAL, Record, Violations, ts
 
 
 def _first(items, what):
@@ -18,12 +20,19 @@ def _first(items, what):
     raise LookupError(f"no {what} in this run to mutate")
 
 
-def _mutations():
+def _mutations(ctx):
     """(check name, what the mutation does, function(db, sends, calls, plans, enqueued)).
     Each function corrupts one fact of a clean run's records, as the bug the check
-    exists for would have; the check must then report it."""
+    exists for would have; the check must then report it. `ctx` gives the ids of the
+    seeded jobs (the purge's)."""
+    seeded = ctx.seeded_old | ctx.seeded_recent
+
     def jobs_with(db, pred):
-        return (j for j in sorted(db["jobs"].values(), key=lambda j: j["id"]) if pred(j))
+        return (j for j in sorted(db["jobs"].values(), key=lambda j: j["id"]) if j["id"] not in seeded and pred(j))
+
+    def finalized(j):
+        """Finished by an applied terminal finalize (not given up, not cancelled)."""
+        return j["status"] in FINALIZED and not gave_up(j)
 
     def claims_of(db, jid):
         return sorted((c for c in db["claims"] if c["job"] == jid), key=lambda c: c["gen"])
@@ -48,6 +57,19 @@ def _mutations():
 
     def terminal_finalize(db, jid):
         return _first(applied(db, lambda f: f["job"] == jid and f["status"] in TERMINAL), "terminal finalize")
+
+    def applied_cancel(db):
+        """A cancelled job, its applied cancel's witness, and when that cancel committed."""
+        for w in db["cancels"]:
+            j = db["jobs"].get(w["job"])
+            if w["result"] == "applied" and j and j["status"] == "cancelled":
+                return j, w, w["committed_at"] or w["at"]
+        raise LookupError("no applied cancel")
+
+    def redriven(db):
+        """A redriven failed job and its new job."""
+        new = _first(jobs_with(db, lambda j: j["redrive_of"] is not None), "redriven job")
+        return db["jobs"][new["redrive_of"]], new
 
     M = []
 
@@ -93,7 +115,7 @@ def _mutations():
 
     @m("job neither terminal nor claimable", "a job in a status no claim takes")
     def _(db, sends, calls, plans, enq):
-        _first(jobs_with(db, lambda j: True), "job")["status"] = "cancelled"
+        _first(jobs_with(db, lambda j: True), "job")["status"] = "paused"
 
     @m("claim generations not 1, 2, 3, ... (one increment per claim)", "a claim generation skips one")
     def _(db, sends, calls, plans, enq):
@@ -171,7 +193,7 @@ def _mutations():
 
     @m("job finalized to a terminal state twice", "an earlier claim of a finished job also finalized `failed`")
     def _(db, sends, calls, plans, enq):
-        j = _first(jobs_with(db, lambda j: j["status"] in TERMINAL and j["gen"] >= 2), "re-claimed finished job")
+        j = _first(jobs_with(db, lambda j: finalized(j) and j["gen"] >= 2), "re-claimed finished job")
         f = terminal_finalize(db, j["id"])
         db["finalizes"].append(dict(f, gen=1, post_gen=1, status="failed", outcome="failed"))
 
@@ -195,7 +217,7 @@ def _mutations():
 
     @m("terminal job not finished by an applied finalize of its last claim", "drop the job's terminal finalize")
     def _(db, sends, calls, plans, enq):
-        j = _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")
+        j = _first(jobs_with(db, finalized), "finalized job")
         f = terminal_finalize(db, j["id"])
         db["finalizes"] = [x for x in db["finalizes"] if x is not f]
 
@@ -205,7 +227,7 @@ def _mutations():
 
     @m("terminal finalize applied but the job is not terminal", "a finished job's row back to pending")
     def _(db, sends, calls, plans, enq):
-        _first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["status"] = "pending"
+        _first(jobs_with(db, finalized), "finalized job")["status"] = "pending"
 
     @m("a finalize that returned applied is lost", "the event of a job whose finalize came back applied is gone")
     def _(db, sends, calls, plans, enq):
@@ -217,7 +239,7 @@ def _mutations():
     def _(db, sends, calls, plans, enq):
         db["business"][_first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")["txn"]] = "pending"
 
-    @m("business row history is not exactly pending -> final", "the stamp recorded twice")
+    @m("business row history is not its jobs' stamps", "the stamp recorded twice")
     def _(db, sends, calls, plans, enq):
         j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
         db["history"][j["txn"]].append(("pending", "success"))
@@ -273,6 +295,165 @@ def _mutations():
         j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
         sends[:] = [r for r in sends if r["job"] != j["id"]]
 
+    # -- 8. at most max_attempts sends (giving up) ---------------------------------------
+
+    @m("claimed more than max_attempts times", "a job that gave up has max_attempts one lower than its claims")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, gave_up), "job that gave up")["max_attempts"] -= 1
+
+    @m("partner got more sends of a job than its max_attempts", "one more send of a poison job")
+    def _(db, sends, calls, plans, enq):
+        poison = {enq[k] for k, p in plans.items() if p.get("poison") and k in enq}
+        r = _first((r for r in sorted(sends, key=lambda r: (-r["gen"], r["t"])) if r["job"] in poison), "poison send")
+        n = db["jobs"][r["job"]]["max_attempts"] - len([x for x in sends if x["job"] == r["job"]])
+        sends.extend(dict(r, t=r["t"] + 0.001 * (k + 1)) for k in range(n + 1))
+
+    @m("gave up before its last attempt", "a job that gave up still had an attempt left")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, gave_up), "job that gave up")["max_attempts"] += 1
+
+    @m("gave-up job's last_error does not name its last attempt", "another reason in last_error")
+    def _(db, sends, calls, plans, enq):
+        _first(jobs_with(db, gave_up), "job that gave up")["last_error"] = "sendjobs: gave up: who knows"
+
+    @m("job both finalized and gave up", "a job finalized `failed` says it gave up")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, lambda j: finalized(j) and j["status"] == "failed"), "finalized failed job")
+        j["last_error"] = GAVE_UP.format(n=j["max_attempts"])
+
+    @m("gave up while its last lease was running", "the give-up dated half a second before the lease end")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, gave_up), "job that gave up")
+        last = max((c for c in db["claims"] if c["job"] == j["id"]), key=lambda c: c["gen"])
+        j["finished_at"] = db["events"][j["id"]][0]["at"] = last["lease_end"] - dt.timedelta(seconds=0.5)
+
+    @m("finalize or heartbeat applied after the job gave up", "a late heartbeat of the last claim applied")
+    def _(db, sends, calls, plans, enq):
+        j = _first(jobs_with(db, gave_up), "job that gave up")
+        h = dict(_first(db["heartbeats"], "heartbeat"), job=j["id"], gen=j["gen"], result="applied", status="failed",
+                 post_gen=j["gen"], at=j["finished_at"] + dt.timedelta(seconds=1))
+        db["heartbeats"].append(h)
+
+    @m("poison job did not give up", "a poison job failed by a finalize")
+    def _(db, sends, calls, plans, enq):
+        poison = {enq[k] for k, p in plans.items() if p.get("poison") and k in enq}
+        _first(jobs_with(db, lambda j: j["id"] in poison and gave_up(j)), "poison job")["last_error"] = "HTTP 500"
+
+    @m("event time differs from the job's finished_at", "an event dated a second after its job finished")
+    def _(db, sends, calls, plans, enq):
+        e = db["events"][_first(jobs_with(db, lambda j: j["status"] in TERMINAL), "terminal job")["id"]][0]
+        e["at"] += dt.timedelta(seconds=1)
+
+    # -- cancel ----------------------------------------------------------------------------
+
+    @m("a cancel answer that came back is not in the database (lost commit)", "flip a returned cancel's witness")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "cancel"), "returned cancel")
+        w = _first((w for w in db["cancels"] if w["call"] == c["id"]), "witness")
+        w["result"] = "stale" if w["result"] == "applied" else "applied"
+
+    @m("cancel applied but the row says otherwise", "an applied cancel left the row pending")
+    def _(db, sends, calls, plans, enq):
+        applied_cancel(db)[1]["status"] = "pending"
+
+    @m("cancel refused an open job", "a `stale` cancel while the row was in_flight")
+    def _(db, sends, calls, plans, enq):
+        _first((w for w in db["cancels"] if w["result"] == "stale"), "stale cancel")["status"] = "in_flight"
+
+    @m("cancel returned an unknown value", "a cancel answer that is neither applied nor stale")
+    def _(db, sends, calls, plans, enq):
+        _first(db["cancels"], "cancel")["result"] = "maybe"
+
+    @m("cancel applied but the job is not cancelled at the end", "a cancelled job back to pending")
+    def _(db, sends, calls, plans, enq):
+        applied_cancel(db)[0]["status"] = "pending"
+
+    @m("job cancelled without exactly one applied cancel", "a second applied cancel of one job")
+    def _(db, sends, calls, plans, enq):
+        db["cancels"].append(dict(applied_cancel(db)[1]))
+
+    @m("cancelled job was also finished by a finalize", "an applied `sent` finalize of a cancelled job")
+    def _(db, sends, calls, plans, enq):
+        j, w, t = applied_cancel(db)
+        f = _first(applied(db, lambda f: True), "applied finalize")
+        db["finalizes"].append(dict(f, job=j["id"], gen=j["gen"], outcome="sent", status="sent", post_gen=j["gen"],
+                                    at=t - dt.timedelta(seconds=1)))
+
+    @m("claimed after it was cancelled", "a claim a second after the cancel committed")
+    def _(db, sends, calls, plans, enq):
+        j, w, t = applied_cancel(db)
+        db["claims"].append(dict(_first(db["claims"], "claim"), job=j["id"], gen=j["gen"] + 1,
+                                 claimed_at=t + dt.timedelta(seconds=1), lease_end=t + dt.timedelta(seconds=2)))
+
+    @m("finalize or heartbeat applied after the cancel", "an applied heartbeat a second after the cancel")
+    def _(db, sends, calls, plans, enq):
+        j, w, t = applied_cancel(db)
+        db["heartbeats"].append(dict(_first(db["heartbeats"], "heartbeat"), job=j["id"], gen=j["gen"],
+                                     result="applied", status="in_flight", post_gen=j["gen"],
+                                     at=t + dt.timedelta(seconds=1)))
+
+    @m("cancelled job's business row was stamped", "a cancelled job's business row stamped failed")
+    def _(db, sends, calls, plans, enq):
+        j, w, t = applied_cancel(db)
+        db["business"][j["txn"]] = "failed"
+
+    # -- redrive ---------------------------------------------------------------------------
+
+    @m("a redrive that came back is not in the database (lost commit)", "a returned new job lost its redrive_of")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "redrive", lambda c: isinstance(c["result"], dict) and c["result"]), "redrive")
+        db["jobs"][next(iter(c["result"].values()))]["redrive_of"] = None
+
+    @m("failed job redriven twice", "a second new job for one failed job")
+    def _(db, sends, calls, plans, enq):
+        _, new = redriven(db)
+        db["jobs"][10 ** 12] = dict(new, id=10 ** 12)
+
+    @m("a job redriven that nobody redrove", "a new job for a failed job no redrive call named")
+    def _(db, sends, calls, plans, enq):
+        asked = {i for c in calls if c["kind"] == "redrive" for i in c["ids"]}
+        old = _first(jobs_with(db, lambda j: j["status"] == "failed" and j["id"] not in asked), "failed job")
+        db["jobs"][10 ** 12] = dict(old, id=10 ** 12, redrive_of=old["id"], key=None)
+
+    @m("redrive_of names a job that is not failed", "the redriven job became sent")
+    def _(db, sends, calls, plans, enq):
+        redriven(db)[0]["status"] = "sent"
+
+    @m("redriven job differs from its failed job", "the new job with another payload")
+    def _(db, sends, calls, plans, enq):
+        redriven(db)[1]["payload"] = {"other": True}
+
+    @m("redriving a job again returned another new job", "a second redrive of a job answered another new id")
+    def _(db, sends, calls, plans, enq):
+        c = _first(known(calls, "redrive", lambda c: isinstance(c["result"], dict) and c["result"]), "redrive")
+        calls.append(dict(c, id=10 ** 12, result={k: v + 10 ** 6 for k, v in c["result"].items()}))
+
+    # -- purge -----------------------------------------------------------------------------
+
+    @m("an old finished job was not purged", "one job seeded a day ago still there")
+    def _(db, sends, calls, plans, enq):
+        jid = min(ctx.seeded_old)
+        db["jobs"][jid] = dict(_first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job"), id=jid)
+
+    @m("purge deleted a job that finished within the hour", "a job seeded as finished 10 minutes ago is gone")
+    def _(db, sends, calls, plans, enq):
+        del db["jobs"][min(ctx.seeded_recent)]
+
+    @m("purge deleted more than the old jobs", "a purge that came back deleted a few rows more")
+    def _(db, sends, calls, plans, enq):
+        _first(known(calls, "purge"), "returned purge")["result"] += len(ctx.seeded_old) + 1
+
+    @m("a job the run made or claimed is gone", "a redrive's new job deleted")
+    def _(db, sends, calls, plans, enq):
+        del db["jobs"][redriven(db)[1]["id"]]
+
+
+    # -- stats -----------------------------------------------------------------------------
+
+    @m("sendjobs_stats disagrees with the rows", "one sent event more in a queue's last 5 minutes")
+    def _(db, sends, calls, plans, enq):
+        _first(db["stats"]["rows"].values(), "stats row")["sent_5m"] += 1
+
     return M
 
 
@@ -285,13 +466,14 @@ class _Snapshot:
         self.record.calls = calls
         self.plans = plans
         self.enqueued = enqueued
+        self.seeded_old, self.seeded_recent = ctx.seeded_old, ctx.seeded_recent
 
 
 def checker_self_test(ctx, db, sends):
     """Runs the checker once per mutation of a clean run's records. Returns a list of
     (check, what was mutated, checks reported, caught?)."""
     out = []
-    for check, doc, fn in _mutations():
+    for check, doc, fn in _mutations(ctx):
         db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
         calls2 = copy.deepcopy(ctx.record.calls)
         snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))

@@ -98,7 +98,9 @@ class Crasher(threading.Thread):
 # ----------------------------------------------------------------------------------
 # Each one leaves the extension alone: it puts a PL/pgSQL function with the same name and
 # argument types in schema soak_broken, first in the workers' search_path (the checker
-# does not use it), or does something to the database mid-run.
+# does not use it), or does something to the database mid-run. BROKEN_CLAIM never gives
+# a job up (0.1.0 had no give-up), so the claim variants about something else run without
+# poison jobs (`no_poison`), which they would hand out forever.
 
 BROKEN_FINALIZE = """
 CREATE SCHEMA soak_broken;
@@ -108,6 +110,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     j public.send_jobs;
     st text;
+    t timestamptz := clock_timestamp();  -- finished_at and the event's created_at, as 0.2.0 has them
 BEGIN
     SELECT * INTO j FROM public.send_jobs
      WHERE id = p_id AND status = 'in_flight' {generation_fence} FOR UPDATE;
@@ -119,12 +122,12 @@ BEGIN
            next_attempt_at = CASE WHEN st = 'pending'
                                   THEN coalesce(p_retry_at, clock_timestamp() + interval '200 ms')
                                   ELSE next_attempt_at END,
-           finished_at = CASE WHEN st = 'pending' THEN NULL ELSE clock_timestamp() END,
+           finished_at = CASE WHEN st = 'pending' THEN NULL ELSE t END,
            lease_expires_at = NULL, last_error = coalesce(p_error, last_error)
      WHERE id = p_id;
     IF st IN ('sent', 'failed') {event_condition} THEN
-        INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation)
-        VALUES (p_id, j.transaction_id, st, p_gen);
+        INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
+        VALUES (p_id, j.transaction_id, st, p_gen, t, j.queue);
         UPDATE public.transactions SET status = CASE st WHEN 'sent' THEN 'success' ELSE 'failed' END
          WHERE id = j.transaction_id;
     END IF;
@@ -192,16 +195,21 @@ BROKEN = {
     "claim-wrong-clock": dict(
         doc="sendjobs_claim that judges a stuck job by its scheduled time (bug 1 of CONTRACT.md)",
         sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="next_attempt_at + l <= t",
-                                generation="j.claim_generation + 1")),
+                                generation="j.claim_generation + 1"), no_poison=True),
     "claim-ignores-schedule": dict(
         doc="sendjobs_claim that takes pending jobs before their next_attempt_at",
         sql=BROKEN_CLAIM.format(due="true", expired="lease_expires_at <= t",
-                                generation="j.claim_generation + 1")),
+                                generation="j.claim_generation + 1"), no_poison=True),
     "claim-reuses-generation": dict(
         doc="sendjobs_claim that does not increment claim_generation when it takes an expired lease",
         sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="lease_expires_at <= t",
                                 generation="CASE WHEN j.status = 'pending' THEN j.claim_generation + 1"
-                                           " ELSE j.claim_generation END")),
+                                           " ELSE j.claim_generation END"), no_poison=True),
+    "claim-never-gives-up": dict(
+        doc="sendjobs_claim that hands an expired lease out again whatever the attempts (0.1.0's claim):"
+            " poison jobs are sent forever",
+        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="lease_expires_at <= t",
+                                generation="j.claim_generation + 1")),
     "finalize-spurious-stale": dict(
         doc="sendjobs_finalize that now and then answers 'stale' to the current claim (a fence too strict)",
         sql=BROKEN_SPURIOUS_STALE),
@@ -229,6 +237,8 @@ EXPECTED = {
     "claim-ignores-schedule": ["claimed before it was due"],
     "finalize-spurious-stale": ["finalize refused while holding the job"],
     "claim-reuses-generation": ["claim generations not 1, 2, 3, ... (one increment per claim)"],
+    "claim-never-gives-up": ["claimed more than max_attempts times",
+                             "partner got more sends of a job than its max_attempts"],
     "heartbeat-ignores-generation": ["heartbeat applied with an old generation"],
     "drop-guard": ["history shows a move between success and failed"],
     "delete-jobs": ["job lost"],

@@ -18,21 +18,29 @@ Three records are kept, and the checker compares them:
   it may or may not have committed. Only an answer that came back counts as
   evidence: a finalize is `applied` only when the call returned `applied`.
 
-* The witness tables (`harness.claims`, `harness.heartbeats`, `harness.finalizes`):
-  each worker call writes one witness row *in the same transaction* as the call
-  itself (the claim in the same statement), with the answer and the job's row as
-  the call left it. Postgres commits both or neither, so after a crash or a failover
-  the surviving witness rows are exactly the calls whose effects survived -- including
-  calls whose answer never reached their worker (a claim that committed just before
-  the connection broke is invisible to the worker, not to the checker). The witness
-  adds no locks on send_jobs and changes nothing the extension does.
+* The witness tables (`harness.claims`, `harness.heartbeats`, `harness.finalizes`,
+  and `harness.cancels` for the operator's cancels): each call writes one witness row
+  *in the same transaction* as the call itself (the claim in the same statement), with
+  the answer and the job's row as the call left it (a cancel's commit time is read
+  back from the server: track_commit_timestamp). Postgres commits both or neither, so
+  after a crash or a failover the surviving witness rows are exactly the calls whose
+  effects survived -- including calls whose answer never reached their worker (a claim
+  that committed just before the connection broke is invisible to the worker, not to
+  the checker). The witness adds no locks on send_jobs and changes nothing the
+  extension does.
+
+The operator's other calls (sendjobs_redrive, sendjobs_purge) are recorded as calls
+too, with their answers; what they did is in the database itself (a new job's
+`redrive_of`, the jobs a purge left).
 
 The checker then proves: every answer that came back is in the database (durability
-across crashes and failover); the witness history of each job obeys the seven
-invariants of CONTRACT.md; and the partner's record agrees with that history
-(re-sends only after the previous holder's lease, as the database recorded it at
-claim and heartbeat time, had ended). The partner lives in tests/soak/partner.py, the
-workers that make the calls in tests/soak/workers.py.
+across crashes and failover); the witness history of each job obeys the invariants of
+the README (one live claim ... nothing lost, at most max_attempts sends) and of the
+lifecycle functions (giving up, cancel, redrive, purge); and the partner's record
+agrees with that history (re-sends only after the previous holder's lease, as the
+database recorded it at claim and heartbeat time, had ended; never more sends of a job
+than its max_attempts). The partner lives in tests/soak/partner.py, the workers that
+make the calls in tests/soak/workers.py, the operator in tests/soak/lifecycle.py.
 """
 
 import collections
@@ -45,9 +53,14 @@ import time
 import traceback
 
 QUEUES = ("acme", "globex")
-TERMINAL = ("sent", "failed")
+TERMINAL = ("sent", "failed", "cancelled")  # finished: the job never changes again
+FINALIZED = ("sent", "failed")              # what an applied terminal finalize (or a give-up) leaves
 TERMINAL_BUSINESS = ("success", "failed")
-BUSINESS_OF = {"sent": "success", "failed": "failed"}
+BUSINESS_OF = {"sent": "success", "failed": "failed"}  # a cancel stamps nothing
+REDRIVE_STAMP = "pending"                              # the link's on_redrive (its default)
+# How sendjobs_claim words the last_error of a job that gave up (invariant 8).
+GAVE_UP_PREFIX = "sendjobs: gave up: "
+GAVE_UP = GAVE_UP_PREFIX + "the lease of attempt {n} of {n} expired"
 
 
 # ----------------------------------------------------------------------------------
@@ -203,6 +216,9 @@ CREATE TABLE harness.finalizes (
     result text, status_after text, gen_after bigint, next_at timestamptz, attempts int,
     max_attempts int, txn_start timestamptz NOT NULL DEFAULT now(),
     at timestamptz NOT NULL DEFAULT clock_timestamp());
+CREATE TABLE harness.cancels (
+    id bigserial PRIMARY KEY, call_id bigint NOT NULL, job bigint, result text,
+    status_after text, gen_after bigint, at timestamptz NOT NULL DEFAULT clock_timestamp());
 """
 
 # The claim and its witness in one statement (one transaction). `c` is referenced twice,
@@ -236,6 +252,10 @@ SELECT v.call_id, v.job, v.gen, %s, v.result, j.status, j.claim_generation, j.ne
   JOIN public.send_jobs AS j ON j.id = v.job
 RETURNING job, status_after, gen_after, next_at, attempts, max_attempts"""
 
+CANCEL_WITNESS_SQL = """
+INSERT INTO harness.cancels (call_id, job, result, status_after, gen_after)
+SELECT %s, %s, %s, status, claim_generation FROM public.send_jobs WHERE id = %s"""
+
 
 # ----------------------------------------------------------------------------------
 # reading the database back, for the checker
@@ -246,13 +266,16 @@ def read_database(conn):
     db = {}
     with conn.cursor() as cur:
         cur.execute("SELECT id, status, claim_generation, attempts, max_attempts, transaction_id,"
-                    "       idempotency_key, next_attempt_at, lease_expires_at FROM public.send_jobs")
+                    "       idempotency_key, next_attempt_at, lease_expires_at, finished_at, last_error,"
+                    "       redrive_of, queue, payload FROM public.send_jobs")
         db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
-                                      "next_at", "lease_end"), r)) for r in cur.fetchall()}
-        cur.execute("SELECT job_id, transaction_id, kind, claim_generation FROM public.send_job_events")
+                                      "next_at", "lease_end", "finished_at", "last_error", "redrive_of",
+                                      "queue", "payload"), r)) for r in cur.fetchall()}
+        cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue"
+                    "  FROM public.send_job_events")
         db["events"] = collections.defaultdict(list)
-        for job_id, txn, kind, gen in cur.fetchall():
-            db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen})
+        for job_id, txn, kind, gen, created_at, queue in cur.fetchall():
+            db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen, "at": created_at, "queue": queue})
         cur.execute("SELECT id, status FROM public.transactions")
         db["business"] = dict(cur.fetchall())
         cur.execute("SELECT transaction_id, old_status, new_status FROM public.transaction_history ORDER BY id")
@@ -270,4 +293,27 @@ def read_database(conn):
                     "       max_attempts, txn_start, at FROM harness.finalizes ORDER BY id")
         db["finalizes"] = [dict(zip(("call", "job", "gen", "outcome", "result", "status", "post_gen", "next_at",
                                      "attempts", "max_attempts", "txn_start", "at"), r)) for r in cur.fetchall()]
+        # A cancel's commit time, as the server recorded it (NULL where the setting is off).
+        cur.execute("SELECT call_id, job, result, status_after, gen_after, at,"
+                    "       CASE WHEN current_setting('track_commit_timestamp')::bool"
+                    "            THEN pg_xact_commit_timestamp(xmin) END"
+                    "  FROM harness.cancels ORDER BY id")
+        db["cancels"] = [dict(zip(("call", "job", "result", "status", "post_gen", "at", "committed_at"), r))
+                         for r in cur.fetchall()]
+        db["stats"] = read_stats(cur)
     return db
+
+
+STATS_COLUMNS = ("ready", "scheduled", "in_flight", "expired", "at_last_attempt", "sent_5m", "failed_5m",
+                 "cancelled_5m")
+
+
+def read_stats(cur):
+    """sendjobs_stats() per queue, between two clock readings: the `now` it judges by lies
+    between `before` and `after`."""
+    cur.execute("SELECT clock_timestamp()")
+    before = cur.fetchone()[0]
+    cur.execute(f"SELECT queue, {', '.join(STATS_COLUMNS)} FROM sendjobs_stats()")
+    rows = {r[0]: dict(zip(STATS_COLUMNS, r[1:])) for r in cur.fetchall()}
+    cur.execute("SELECT clock_timestamp()")
+    return {"before": before, "after": cur.fetchone()[0], "rows": rows}

@@ -10,6 +10,13 @@ and runs:
   * a stand-in partner on 127.0.0.1 that records every send (job, generation, time) in
     this process's memory, outside the database;
   * a late reconciler that keeps trying to flip finished business rows;
+  * poison jobs (a small share, max_attempts 2 or 3): their worker sends them, then dies
+    or hangs past the lease, every time -- sendjobs_claim must give them up as failed
+    once their last lease has expired, so the partner never gets more than max_attempts
+    sends of one job (invariant 8);
+  * an operator (tests/soak/lifecycle.py) that cancels random pending and in-flight jobs,
+    redrives failed ones, and calls sendjobs_purge('1 hour', 500) again and again, with
+    a few thousand jobs that finished a day ago seeded before the run for it to delete;
   * a fault injector: terminates worker backends (pg_terminate_backend) during the claim,
     during the send and during the finalize; kills workers between claim and finalize;
     pauses workers beyond their lease and lets them finalize late; stops the server with
@@ -17,9 +24,11 @@ and runs:
     --failover, runs against a primary with a synchronous physical standby and promotes
     the standby mid-run.
 
-When the chaos phase has met its targets it stops injecting faults, lets the workers
-drain every job, and checks every invariant of CONTRACT.md against the partner's record,
-the harness's record of every call and the database (tests/soak/checker.py).
+When the chaos phase has met its targets it stops injecting faults (and the operator
+stops), lets the workers drain every job, and checks every invariant of the README --
+durability, 1 to 8, what cancel, redrive and purge must and must not do, and that
+sendjobs_stats agrees with the rows -- against the partner's record, the harness's
+record of every call and the database (tests/soak/checker.py).
 
 This module is the soak's main: its options, the run (clusters, threads, the failover,
 the summary), the checker's self-test on the run's records (--self-test-checker) and
@@ -51,6 +60,7 @@ from cluster import Cluster, Workdir  # noqa: E402  (tests/cluster.py)
 from .checker import check_everything  # noqa: E402
 from .checker_selftest import checker_self_test  # noqa: E402
 from .faults import BROKEN, EXPECTED, Crasher, Killer, detach_standby, run_sql_retrying  # noqa: E402
+from .lifecycle import PURGE_OLDER_THAN, Operator, seed_finished_jobs  # noqa: E402
 from .partner import Partner  # noqa: E402
 from .records import SETUP_SQL, read_database  # noqa: E402
 from .summary import print_table, summary_lines  # noqa: E402
@@ -61,9 +71,10 @@ TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The soak's clusters: tests/cluster.py's BASE_SETTINGS (loopback only; fsync,
 # synchronous_commit and full_page_writes on, so that crash recovery is real), plus
 # these, as the soak has always run: WAL for a streaming standby (--failover), and a
-# checkpoint at least every minute.
+# checkpoint at least every minute; and commit timestamps, so that the checker knows
+# when each cancel committed (no claim may start after it).
 SOAK_SETTINGS = ("max_connections=100", "wal_level=replica", "max_wal_senders=5", "checkpoint_timeout=60s",
-                 "max_wal_size=512MB", "wal_sender_timeout=10s")
+                 "max_wal_size=512MB", "wal_sender_timeout=10s", "track_commit_timestamp=on")
 
 
 # ----------------------------------------------------------------------------------
@@ -114,6 +125,12 @@ def parse_args(argv=None):
     p.add_argument("--finalize-batch-share", type=float, default=0.5,
                    help="share of workers that finalize each batch with one sendjobs_finalize_batch call per outcome")
     p.add_argument("--pause-extra", type=float, default=1.5, help="a pause lasts lease + up to this")
+    p.add_argument("--p-poison", type=float, default=0.005,
+                   help="share of jobs that are poison (their worker dies or hangs on every attempt)")
+    p.add_argument("--old-jobs", type=int, default=3000,
+                   help="jobs seeded as finished a day ago, for the purge to delete while the workers run")
+    p.add_argument("--recent-jobs", type=int, default=100,
+                   help="jobs seeded as created a day ago but finished 10 minutes ago: the purge must keep them")
     p.add_argument("--backoff-ms", type=int, default=150, help="sendjobs.retry_backoff_base for the workers")
     p.add_argument("--self-test-checker", action="store_true",
                    help="after a clean run, mutate copies of its records once per check: each must fire")
@@ -165,6 +182,8 @@ def run(args, workdir, clusters):
           f"{args.leases} s, seed {args.seed}", flush=True)
     if broken:
         print(f"   broken on purpose: {broken['doc']}")
+        if broken.get("no_poison"):
+            args.p_poison = 0.0  # its claim never gives up: a poison job would never finish
 
     # -- clusters ---------------------------------------------------------------------
     primary = Cluster(workdir, "primary", settings=SOAK_SETTINGS)
@@ -195,6 +214,9 @@ def run(args, workdir, clusters):
             cur.execute(broken["sql"])
         cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")
         print(f"   extension sendjobs {cur.fetchone()[0]}; transactions guarded and linked; witness tables")
+    seeded_old, seeded_recent = seed_finished_jobs(conn, args.old_jobs, args.recent_jobs)
+    print(f"   seeded {len(seeded_old)} jobs finished a day ago (to purge) and {len(seeded_recent)} finished"
+          f" 10 minutes ago (to keep), with their events")
     if standby:
         state = wait_for_standby(conn, args)
         print(f"   standby streaming, sync_state = {state}")
@@ -207,6 +229,7 @@ def run(args, workdir, clusters):
         settings.append(("search_path", "soak_broken, public"))
     ctx = Context(args, target, partner.url, settings)
     ctx.killer = Killer(ctx)
+    ctx.seeded_old, ctx.seeded_recent = seeded_old, seeded_recent
 
     producer = Producer(ctx, 0)
     ctx.chaos.set()
@@ -219,10 +242,11 @@ def run(args, workdir, clusters):
     cluster_lock = threading.Lock()
     workers = [Worker(ctx, i, args.lease_list[i % len(args.lease_list)]) for i in range(args.workers)]
     reconciler = Reconciler(ctx)
+    operator = Operator(ctx)
     crasher = Crasher(ctx, primary, cluster_lock) if args.crash_every > 0 else None
     print("-- chaos", flush=True)
     t_run = time.monotonic()
-    for t in workers + [reconciler, producer] + ([crasher] if crasher else []):
+    for t in workers + [reconciler, producer, operator] + ([crasher] if crasher else []):
         t.start()
 
     monitor = None
@@ -288,7 +312,7 @@ def run(args, workdir, clusters):
                 print(f"   t={elapsed:5.1f}s  chaos over ({'targets met' if enough else 'TARGETS NOT MET'});"
                       f" draining", flush=True)
         elif phase == "drain":
-            if producer.done.is_set() and open_ == 0:
+            if producer.done.is_set() and operator.done.is_set() and open_ == 0:
                 finished = True
             elif now - t_chaos_end > args.drain_timeout:
                 print(f"!! drain timeout: {open_} jobs still open", flush=True)
@@ -310,9 +334,9 @@ def run(args, workdir, clusters):
     if crasher:
         crasher.halt.set()
         crasher.join(timeout=60)
-    for t in workers + [reconciler, producer]:
+    for t in workers + [reconciler, producer, operator]:
         t.join(timeout=max(args.lease_list) * 3 + args.pause_extra + 30)
-    stuck = [t.name for t in workers + [reconciler, producer] if t.is_alive()]
+    stuck = [t.name for t in workers + [reconciler, producer, operator] if t.is_alive()]
     if stuck:
         print(f"!! threads still running: {stuck}")
     ctx.killer.close()
@@ -369,6 +393,7 @@ def run(args, workdir, clusters):
                             f" finalizes {stats.get('finalize_unknown', 0)}"
                             f" (committed {stats.get('finalize_unknown_committed', 0)})"),
     ]
+    lines += lifecycle_lines(c, stats, args)
     if crasher:
         lines.append(("server downtime", f"{crasher.downtime:.1f} s over {c['fault_server_crash']} crashes"))
     if lost_note:
@@ -394,6 +419,32 @@ def run(args, workdir, clusters):
         return 2
     print("== RESULT: OK, every invariant held")
     return 0
+
+
+def lifecycle_lines(c, stats, args):
+    """The summary's lines about release 0.2.0's transitions: giving up, cancel,
+    redrive, purge (counters from the run, stats from the checker)."""
+    g = lambda k: stats.get(k, 0)  # noqa: E731
+    outcomes = stats.get("redriven_outcomes", {})
+    return [
+        ("poison jobs (invariant 8)", f"{g('poison')}: gave up {g('poison_gave_up')}, cancelled"
+                                      f" {g('poison_cancelled')}; sent {g('poison_sends')} times in all, at most"
+                                      f" {g('poison_max_sends')} times each (max_attempts 2 or 3); their workers"
+                                      f" died {c['poison_crash']} times, hung {c['poison_hang']} times"),
+        ("sends per job", f"checked <= max_attempts for every job ({g('sent_max_attempts_times')} jobs reached"
+                          f" it); {g('gave_up')} jobs gave up, the lease of their last attempt expired"),
+        ("cancels", f"{g('cancel_calls')} calls: applied {c['cancel_applied']}, stale {c['cancel_stale']},"
+                    f" unknown {g('cancel_unknown')} (committed {g('cancel_unknown_committed')}); jobs cancelled"
+                    f" {g('cancelled')}; sends that arrived after their job's cancel {g('sends_after_cancel')}"
+                    f" (claimed before it)"),
+        ("redrives", f"{c['redrive_new'] + c['redrive_again'] + c['redrive_not_failed']} calls: {g('redriven')}"
+                     f" new jobs (now sent {outcomes.get('sent', 0)}, failed {outcomes.get('failed', 0)},"
+                     f" cancelled {outcomes.get('cancelled', 0)}); again -> same new job {c['redrive_again']};"
+                     f" not failed -> 55000 {c['redrive_not_failed']}"),
+        ("purge", f"{g('purge_calls')} calls of sendjobs_purge('{PURGE_OLDER_THAN}', ...) while workers ran"
+                  f" ({g('purge_unknown')} unknown): deleted {g('purged')}, {g('purge_old_left')} of"
+                  f" {args.old_jobs} old jobs left; the {args.recent_jobs} that finished within the hour kept"),
+    ]
 
 
 def self_test_checker(ctx, db, sends, finished):
@@ -439,7 +490,7 @@ def audit_old_primary(primary, ctx, target):
         for name, conn in (("old", old), ("new", new)):
             with conn.cursor() as cur:
                 cur.execute("SELECT call_id FROM harness.claims UNION SELECT call_id FROM harness.heartbeats"
-                            " UNION SELECT call_id FROM harness.finalizes")
+                            " UNION SELECT call_id FROM harness.finalizes UNION SELECT call_id FROM harness.cancels")
                 ids[name] = {r[0] for r in cur.fetchall()}
             conn.close()
     finally:

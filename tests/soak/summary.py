@@ -11,7 +11,8 @@ def summary_lines(ctx, stats):
     g = lambda k: stats.get(k, 0)  # noqa: E731
     return [
         ("jobs", f"{g('jobs')}  (sent {g('sent')}, failed {g('failed')}: 422 -> 'failed' {g('failed_direct')},"
-                 f" retry -> failed at max_attempts {g('failed_by_max_attempts')})"),
+                 f" retry -> failed at max_attempts {g('failed_by_max_attempts')}, gave up when the lease of"
+                 f" the last attempt expired {g('gave_up')}; cancelled {g('cancelled')})"),
         ("events (outbox rows)", f"{g('events')}"),
         ("claims", f"{g('claims')} witnessed  (re-claimed after lease expiry {g('reclaims_after_expiry')},"
                    f" after retry {g('reclaims_after_retry')}; committed but never seen by their worker"
@@ -37,7 +38,8 @@ def summary_lines(ctx, stats):
         ("sends after own lease", f"{g('sends_after_own_lease')}  (information: a send that started after its"
                                   f" claim's lease end)"),
         ("guard refusals", f"{c['guard_refusals']} of {c['guard_attempts']} flips tried  "
-                           f"(rowcount 0: {c['guard_refusals_rowcount0']}, with WARNING: {c['guard_warnings']})"),
+                           f"(rowcount 0: {c['guard_refusals_rowcount0']}, with WARNING: {c['guard_warnings']};"
+                           f" the row had moved on before the flip, by a redrive: {c['guard_flips_overtaken']})"),
     ]
 
 

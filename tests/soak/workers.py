@@ -1,11 +1,13 @@
 """The threads that do a run's work, and what they share: connections that survive
 crashes and failovers (`Target`, `connect`, `connect_until`), the `Context` every
 thread of a run shares, how jobs are planned and enqueued (`plan_job`,
-`enqueue_chunk`), the `Worker`s (claim / send / heartbeat / finalize, with faults on
-purpose), the late `Reconciler` that tries to flip finished business rows, and the
-soak's `Producer`. Every call a worker makes is recorded (tests/soak/records.py) and
-writes its witness row in its own transaction; the faults that come from outside a
-worker (backend terminations, server crashes) are in tests/soak/faults.py.
+`enqueue_chunk`; some jobs are poison), the `Worker`s (claim / send / heartbeat /
+finalize, with faults on purpose, and always failing on a poison job), the late
+`Reconciler` that tries to flip finished business rows, and the soak's `Producer`.
+Every call a worker makes is recorded (tests/soak/records.py) and writes its witness
+row in its own transaction; the faults that come from outside a worker (backend
+terminations, server crashes) are in tests/soak/faults.py; the soak's operator
+(cancel, redrive, purge) is in tests/soak/lifecycle.py.
 """
 
 import datetime as dt
@@ -101,9 +103,10 @@ SELECT v.key, sendjobs_enqueue(v.payload, v.queue, v.run_at, v.txn, v.key, v.max
 ENQUEUE_TEMPLATE = "(%s::text, %s::bigint, %s::jsonb, %s::text, %s::timestamptz, %s::text, %s::int)"
 
 
-def plan_job(seed, i, now):
+def plan_job(seed, i, now, poison_share=0.0):
     """Job number i, deterministic from the seed; `now` fixes its run_at once (a retried
-    enqueue passes the same run_at, so the job's due time is known exactly)."""
+    enqueue passes the same run_at, so the job's due time is known exactly). A share
+    `poison_share` of the jobs are poison (see `poison_of`), with max_attempts 2 or 3."""
     r = stable_rng(seed, "job", i)
     txn = f"txn-{i:07d}"
     u = r.random()
@@ -111,12 +114,29 @@ def plan_job(seed, i, now):
     # ~5% scheduled a moment later, the rest due now (run_at NULL).
     run_in = -3600.0 if u < 0.10 else round(r.uniform(0.5, 3.0), 3) if u < 0.15 else None
     amount = r.randint(100, 500_000)
+    payload = {"transaction_id": txn, "amount_cents": amount, "currency": "EUR"}
+    max_attempts = 2 if r.random() < 0.12 else None
+    # Its own stream, so that the rest of each plan is what it was before poison jobs.
+    p = stable_rng(seed, "poison", i)
+    poison = None
+    if p.random() < poison_share:
+        poison = "crash" if p.random() < 0.5 else "hang"
+        payload["poison"] = poison
+        max_attempts = p.choice((2, 3))
     return {
         "i": i, "txn": txn, "amount": amount, "queue": QUEUES[i % 2],
         "run_at": None if run_in is None else dt.datetime.fromtimestamp(now + run_in, dt.timezone.utc),
-        "max_attempts": 2 if r.random() < 0.12 else None, "key": f"pay-{txn}",
-        "payload": json.dumps({"transaction_id": txn, "amount_cents": amount, "currency": "EUR"}),
+        "max_attempts": max_attempts, "key": f"pay-{txn}", "poison": poison,
+        "payload": json.dumps(payload),
     }
+
+
+def poison_of(payload):
+    """A poison job's kind, from its payload (a redriven copy keeps it), or None:
+      crash  its worker sends it, then dies (every time)
+      hang   its worker sends it, then hangs on it past its lease; it finalizes only once
+             the claim is lost (re-claimed, given up or cancelled), so never applies."""
+    return payload.get("poison") if isinstance(payload, dict) else None
 
 
 def enqueue_chunk(conn, plans):
@@ -150,6 +170,10 @@ class Context:
         self.plans = {}                   # key -> planned job
         self.enqueued = {}                # key -> id, from enqueue calls that came back
         self.enqueue_lock = threading.Lock()
+        # Finished jobs seeded before the run (tests/soak/lifecycle.py): old ones the
+        # purge must delete, recent ones (an old job that finished lately) it must keep.
+        self.seeded_old = set()
+        self.seeded_recent = set()
 
     def note_enqueued(self, got):
         with self.enqueue_lock:
@@ -193,6 +217,11 @@ class Worker(threading.Thread):
     After a broken connection a worker reconnects (waiting out crashes and failovers),
     retries an unknown finalize with the same outcome, heartbeats before it sends on a
     lease that is half gone, and goes on with its batch.
+
+    A poison job (`poison_of` its payload) fails its worker on every attempt, whatever
+    the faults: `crash` sends it and dies (the rest of the batch is abandoned, as with
+    `kill`); `hang` sends it and puts it aside, unfinalized, and finalizes it (after a
+    heartbeat) only once its claim is lost -- a finalize that can never apply.
     """
 
     def __init__(self, ctx, idx, lease):
@@ -207,6 +236,7 @@ class Worker(threading.Thread):
         self.queue = None if idx % 3 == 0 else QUEUES[idx % 2]
         self.lease = lease
         self.lease_sql = f"{lease} seconds"
+        self.hung = []  # poison jobs this worker hangs on: (job, outcome, error), not finalized yet
         self.ema = {"claim": 0.003, "finalize": 0.004}
         # Some workers finalize a whole batch in one call (sendjobs_finalize_batch).
         share = getattr(self.args, "finalize_batch_share", 0.0)
@@ -234,7 +264,10 @@ class Worker(threading.Thread):
         # A real error on a live connection: nothing of the call committed.
         self.ctx.violations.unexpected_error(f"{self.wname} {call['kind']}")
         try:
-            self.conn.rollback()
+            # The call's own BEGIN is unknown to psycopg2 (autocommit), whose rollback()
+            # would send nothing and leave the connection in the aborted transaction.
+            with self.conn.cursor() as cur:
+                cur.execute("ROLLBACK")
         except Exception:
             close_quietly(self.conn)
             self.conn = None
@@ -497,6 +530,7 @@ class Worker(threading.Thread):
         return None
 
     def one_batch(self):
+        self.wake_from_hangs()
         fault = self.pick_fault()
         jobs = self.claim(fault if fault and fault.startswith("term_claim") else None)
         if not jobs:
@@ -509,6 +543,11 @@ class Worker(threading.Thread):
         done = []  # batch mode: (job, outcome, error, fault) to finalize together at the end
         paused_at = -1
         for i, job in enumerate(jobs):
+            poison = poison_of(job["payload"])
+            if poison:
+                if self.play_poison(job, poison):
+                    return self.die(len(jobs) - i, "poison", counter="poison_crash")
+                continue
             f = fault if i == special else None
             if f == "kill" and not die_after_send:
                 return self.die(len(jobs) - i, "before_send")
@@ -586,13 +625,57 @@ class Worker(threading.Thread):
                 time.sleep(0.003)
         time.sleep(max(0.0, deadline - time.monotonic()))
 
-    def die(self, dropped, when):
-        """Crash between claim and finalize: the connection goes, the batch is lost."""
-        self.ctx.record.count("fault_kill")
+    def play_poison(self, job, poison):
+        """Sends a poison job, then fails on it: True when the worker must now die
+        (`crash`); a `hang` job is put aside until its claim is lost."""
+        code, err = self.post(job)
+        if poison == "crash":
+            return True
+        outcome = "sent" if code == 200 else "failed" if code == 422 else "retry"
+        self.hung.append((job, outcome, err if outcome != "sent" else None))
+        self.ctx.record.count("poison_hang")
+        return False
+
+    def wake_from_hangs(self):
+        """The hung poison jobs whose claim is lost (re-claimed, given up, cancelled):
+        the worker wakes up, heartbeats and finalizes each -- both must answer `stale`
+        (the checker sees it in the witness rows). The others stay hung."""
+        for hung in list(self.hung):
+            job, outcome, err = hung
+            if self.still_holds(job):
+                continue
+            self.hung.remove(hung)
+            self.ctx.record.count("poison_woken")
+            try:
+                self.heartbeat(job)
+            except LostLease:
+                pass
+            self.finalize_until_known(job, outcome, err)
+
+    def still_holds(self, job):
+        """The job is still in_flight under this claim (its lease may have expired).
+        When the database cannot say (connection lost), it is taken as still held."""
+        try:
+            self._ensure()
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT status = 'in_flight' AND claim_generation = %s FROM public.send_jobs"
+                            " WHERE id = %s", (job["gen"], job["job"]))
+                row = cur.fetchone()
+        except psycopg2.Error:
+            close_quietly(self.conn)
+            self.conn = None
+            return True
+        return bool(row and row[0])
+
+    def die(self, dropped, when, counter="fault_kill"):
+        """Crash between claim and finalize: the connection goes, the batch is lost
+        (its hung poison jobs with it)."""
+        self.ctx.record.count(counter)
         self.ctx.record.count(f"kill_{when}")
         self.ctx.record.count("jobs_dropped_by_kill", dropped)
         close_quietly(self.conn)
         self.conn = None
+        self.hung = []
         self.incarnation += 1
         time.sleep(self.rng.uniform(0.0, 0.2))
         self.reconnect()  # a fresh worker takes its place
@@ -645,14 +728,20 @@ class Reconciler(threading.Thread):
             txn, status = self.rng.choice(rows)
             target = "failed" if status == "success" else "success"
             del conn.notices[:]
+            # RETURNING: only this UPDATE's own effect counts. A redrive may move the row
+            # (failed -> pending -> its new job's outcome) between the read and the flip.
             cur.execute("UPDATE transactions SET status = %s, updated_at = now()"
-                        " WHERE id = %s AND status = %s", (target, txn, status))
+                        " WHERE id = %s AND status = %s RETURNING status", (target, txn, status))
+            flipped = cur.fetchone()
             rowcount = cur.rowcount
             warnings = [n for n in conn.notices if "WARNING" in n]
             cur.execute("SELECT status FROM transactions WHERE id = %s", (txn,))
             after = cur.fetchone()[0]
         self.ctx.record.count("guard_attempts")
-        if after == status:
+        if flipped is not None and flipped[0] != status:
+            self.ctx.violations.add("guard let a terminal business row flip",
+                                    f"{txn}: {status} -> {flipped[0]} (rowcount {rowcount})")
+        elif after == status or warnings:
             self.ctx.record.count("guard_refusals")
             if rowcount == 0:
                 self.ctx.record.count("guard_refusals_rowcount0")
@@ -660,8 +749,7 @@ class Reconciler(threading.Thread):
                 self.ctx.record.count("guard_warnings")
                 self.sample_warning = self.sample_warning or warnings[0].strip()
         else:
-            self.ctx.violations.add("guard let a terminal business row flip",
-                                    f"{txn}: {status} -> {after} (rowcount {rowcount})")
+            self.ctx.record.count("guard_flips_overtaken")  # the row had moved on (a redrive)
 
 
 # ----------------------------------------------------------------------------------
@@ -708,7 +796,8 @@ class Producer(threading.Thread):
 
     def enqueue_next(self, n):
         now = time.time()
-        plans = [plan_job(self.ctx.args.seed, i, now) for i in range(self.next_index, self.next_index + n)]
+        share = getattr(self.ctx.args, "p_poison", 0.0)
+        plans = [plan_job(self.ctx.args.seed, i, now, share) for i in range(self.next_index, self.next_index + n)]
         for p in plans:
             self.ctx.plans[p["key"]] = p
         while True:
