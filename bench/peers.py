@@ -1,0 +1,707 @@
+#!/usr/bin/env python3
+"""sendjobs and its peers pgmq and pg-boss, side by side in one cluster.
+
+Each peer has its own database: `sendjobs` (CREATE EXTENSION sendjobs, as installed),
+`pgmq` (the SQL of pgmq's published crate, its SQL-only install), `pgboss` (the schema
+pg-boss's npm package builds with getConstructionPlans, and a queue its client creates).
+The peers' code is fetched at run time into a cache under target/ at pinned versions and
+hashes (bench/peers/pgmq.py, bench/peers/pgboss.py), never into the repository. Arms:
+
+  sendjobs      sendjobs_claim(n, lease), then sendjobs_finalize (n = 1) or
+                sendjobs_finalize_batch (n > 1) with outcome 'sent'
+  pgmq-delete   the statements pgmq's client (PGMQueueExt) sends: read n with a visibility
+                timeout, then delete by msg_id array
+  pgmq-archive  read as above, then archive by msg_id array
+  pg-boss       the statements pg-boss's client sends: fetch(queue, { batchSize: n }), then
+                complete(queue, jobs) as its worker settles them
+
+One pgbench transaction (-M prepared) = claim n, then complete them: two statements, each
+in its own transaction (autocommit), as each client sends them. For each backlog, for each
+repetition, for each grid point, the arms run one after the other in a shuffled order.
+Before every run the peer's queue is brought to `backlog + what the run will consume`
+waiting jobs (finished rows deleted, new jobs added or the newest removed), vacuumed and
+checkpointed; a run whose queue fell below the backlog is run again with more. Prints and
+writes a markdown report (--report) and one CSV row per run (--csv).
+
+Run it inside a cluster: bash bench/peers.sh [options] does (tests/cluster.py run ... --
+python3 bench/peers.py ...). `--prepare-only` fetches the peers and exits;
+`--report-only` rebuilds the report from the CSV and its .meta.json.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench", "peers"))
+import pgboss  # noqa: E402  (bench/peers/pgboss.py)
+import pgmq    # noqa: E402  (bench/peers/pgmq.py)
+
+try:
+    import psycopg2
+except ImportError:   # --prepare-only and --report-only do without
+    psycopg2 = None
+
+PGBIN = "/usr/lib/postgresql/15/bin"
+CACHE = os.path.join(REPO, "target", "peers-cache")
+ARMS = ["sendjobs", "pgmq-delete", "pgmq-archive", "pg-boss"]
+PEER_OF = {"sendjobs": "sendjobs", "pgmq-delete": "pgmq", "pgmq-archive": "pgmq", "pg-boss": "pgboss"}
+LEASE_S = 30          # sendjobs' lease and pgmq's visibility timeout (pg-boss: the queue's expiry)
+FOOT_POINT = (1, 10)  # (clients, batch) of the footprint table
+# The payload of every job in every peer: bench/bench.py's, about 100 bytes of JSON.
+PAYLOAD = ("jsonb_build_object('to', 'partner-' || lpad(mod(i, 500)::text, 4, '0'), "
+           "'ref', 'tx-' || lpad(i::text, 10, '0'), 'kind', 'payment.notify', 'currency', 'EUR', "
+           "'amount_cents', mod(i * 37, 100000))")
+
+FIELDS = ["backlog", "rep", "clients", "batch", "arm", "attempt", "valid", "duration_s",
+          "start_pending", "end_pending", "jobs", "cycles", "tps", "jobs_s", "failed", "error",
+          "claim_ms", "complete_ms", "wal_bytes", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd",
+          "n_tup_del", "n_dead_tup_delta", "table_bytes_before", "index_bytes_before",
+          "table_bytes", "index_bytes", "rows_after", "autovacuums", "prep_s", "t"]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def parse_list(text):
+    return [int(x) for x in str(text).split(",") if x.strip()]
+
+
+def fmt_dur(s):
+    s = int(s)
+    return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
+
+
+# --------------------------------------------------------------------------------------
+# The database
+
+
+class Db:
+    def __init__(self, dbname):
+        self.conn = psycopg2.connect(dbname=dbname, application_name="peers-driver")
+        self.conn.autocommit = True
+
+    def exec(self, sql, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.rowcount
+
+    def rows(self, sql, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def one(self, sql, params=None):
+        return self.rows(sql, params)[0]
+
+    def close(self):
+        self.conn.close()
+
+
+def psql_file(db, path, single_transaction):
+    cmd = [f"{PGBIN}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db, "-f", path]
+    if single_transaction:
+        cmd.insert(1, "-1")
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+# --------------------------------------------------------------------------------------
+# The peers: each knows its database, how to fill and empty its queue, and its scripts
+
+
+class SendJobs:
+    db = "sendjobs"
+    tables = ["public.send_jobs", "public.send_job_events"]
+
+    def setup(self, admin, run_dir, batches):
+        admin.exec("CREATE DATABASE sendjobs")
+        self.c = Db(self.db)
+        self.c.exec("CREATE EXTENSION sendjobs")
+        self.version = self.c.one("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")[0]
+        return {"version": self.version}
+
+    def add(self, n):
+        # Rows as sendjobs_enqueue(payload) makes them (the column defaults: queue 'default',
+        # due now, max_attempts 5), in one INSERT as bench/bench.py loads them.
+        self.c.exec(f"INSERT INTO send_jobs (payload) SELECT {PAYLOAD} FROM generate_series(1, %s) AS i", (n,))
+
+    def pending(self):
+        return self.c.one("SELECT count(*) FROM send_jobs WHERE status = 'pending'")[0]
+
+    def trim(self, n):
+        self.c.exec("DELETE FROM send_jobs WHERE id IN (SELECT id FROM send_jobs WHERE status = 'pending' "
+                    "ORDER BY id DESC LIMIT %s)", (n,))
+
+    def cleanup(self):
+        """Removes what the last run finished (and any claim it left open)."""
+        self.c.exec("TRUNCATE send_job_events")
+        self.c.exec("DELETE FROM send_jobs WHERE status <> 'pending'")
+
+    def rows(self):
+        return self.c.one("SELECT count(*) FROM send_jobs")[0]
+
+    def done(self, arm, before):
+        return self.c.one("SELECT count(*) FROM send_jobs WHERE status = 'sent'")[0]
+
+    def script(self, arm, batch):
+        if batch == 1:
+            return (f"SELECT id, claim_generation AS generation FROM sendjobs_claim(:batch, '{LEASE_S} seconds') \\gset\n"
+                    "SELECT sendjobs_finalize(:id, :generation, 'sent');\n")
+        return ("SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations\n"
+                f"  FROM sendjobs_claim(:batch, '{LEASE_S} seconds') \\gset\n"
+                "SELECT id, result FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'sent');\n")
+
+
+class Pgmq:
+    db = "pgmq"
+    q = f"pgmq.q_{pgmq.QUEUE}"
+    a = f"pgmq.a_{pgmq.QUEUE}"
+    tables = [q, a]
+
+    def setup(self, admin, run_dir, batches):
+        root = pgmq.fetch(CACHE)
+        admin.exec("CREATE DATABASE pgmq")
+        # The crate's SQL-only install of a fresh database runs its init script pgmq.sql
+        # (install_sql_from_embedded); the bookkeeping table it adds is left out.
+        psql_file(self.db, pgmq.install_script(root), single_transaction=True)
+        self.c = Db(self.db)
+        self.c.exec("SELECT pgmq.create(%s)", (pgmq.QUEUE,))
+        self.stmts = pgmq.client_statements(root)
+        return {"crate": f"{pgmq.CRATE} {pgmq.VERSION}", "sha256": pgmq.SHA256,
+                "sql_version": pgmq.sql_version(root),
+                "statements": {k: f"PGMQueueExt::{pgmq.METHODS[k][0]} (src/pg_ext/mod.rs)"
+                               for k in self.stmts}}
+
+    def add(self, n):
+        # pgmq's own send_batch, in chunks
+        for lo in range(1, n + 1, 200_000):
+            hi = min(n, lo + 199_999)
+            self.c.exec(f"SELECT count(*) FROM pgmq.send_batch(%s, ARRAY(SELECT {PAYLOAD} "
+                        "FROM generate_series(%s, %s) AS i))", (pgmq.QUEUE, lo, hi))
+
+    def pending(self):
+        return self.c.one(f"SELECT count(*) FROM {self.q} WHERE vt <= clock_timestamp()")[0]
+
+    def trim(self, n):
+        self.c.exec(f"DELETE FROM {self.q} WHERE msg_id IN (SELECT msg_id FROM {self.q} "
+                    "ORDER BY msg_id DESC LIMIT %s)", (n,))
+
+    def cleanup(self):
+        self.c.exec(f"TRUNCATE {self.a}")
+        self.c.exec(f"DELETE FROM {self.q} WHERE read_ct > 0")   # read and never deleted
+
+    def rows(self):
+        return self.c.one(f"SELECT (SELECT count(*) FROM {self.q}) + (SELECT count(*) FROM {self.a})")[0]
+
+    def done(self, arm, before):
+        if arm == "pgmq-archive":
+            return self.c.one(f"SELECT count(*) FROM {self.a}")[0]
+        return before - self.c.one(f"SELECT count(*) FROM {self.q}")[0]
+
+    def script(self, arm, batch):
+        names = {"queue": "queue", "vt": "vt", "batch": "batch", "ids": "ids"}
+        read = pgmq.pgbench_text(*self.stmts["read"], names)
+        ack = pgmq.pgbench_text(*self.stmts["delete" if arm == "pgmq-delete" else "archive"], names)
+        return f"SELECT array_agg(msg_id) AS ids FROM (\n{read}\n) AS r \\gset\n{ack};\n"
+
+
+class PgBoss:
+    db = "pgboss"
+    tables = ["pgboss.job_common"]   # the queue's table (capture checks it)
+
+    def setup(self, admin, run_dir, batches):
+        root, deps = pgboss.fetch(CACHE)
+        admin.exec("CREATE DATABASE pgboss")
+        path = os.path.join(run_dir, "pgboss_schema.sql")
+        with open(path, "w") as f:
+            f.write(pgboss.schema_sql(root))
+        psql_file(self.db, path, single_transaction=False)   # it has its own BEGIN/COMMIT
+        self.cap = pgboss.capture(root, dict(os.environ, PGDATABASE=self.db), batches)
+        table = self.cap["queue"]["table"]
+        if f"pgboss.{table}" != self.tables[0]:
+            raise SystemExit(f"peers: pg-boss put the queue in {table}")
+        self.c = Db(self.db)
+        self.c.exec("DELETE FROM pgboss.job_common")     # the capture's jobs
+        self.insert = pgboss.insert_sql(self.cap)
+        with open(os.path.join(run_dir, "pgboss_capture.json"), "w") as f:
+            json.dump(self.cap, f, indent=1)
+        return {"package": f"{pgboss.PACKAGE} {pgboss.VERSION}", "integrity": pgboss.INTEGRITY,
+                "schema_version": self.cap["version"], "node": pgboss.node_version(),
+                "pg (node driver)": deps.get("pg"), "queue": self.cap["queue"]}
+
+    def add(self, n):
+        # pg-boss's own insert (plans.insertJobs), the jobs as one JSON array per chunk
+        for lo in range(1, n + 1, 50_000):
+            hi = min(n, lo + 49_999)
+            jobs = self.c.one(f"SELECT json_agg(json_build_object('data', {PAYLOAD}))::text "
+                              "FROM generate_series(%s, %s) AS i", (lo, hi))[0]
+            with self.c.conn.cursor() as cur:
+                cur.execute(self.insert.replace("%", "%%").replace("$1", "%s"), (jobs,))
+
+    def pending(self):
+        return self.c.one("SELECT count(*) FROM pgboss.job_common WHERE name = %s AND state < 'active'",
+                          (pgboss.QUEUE,))[0]
+
+    def trim(self, n):
+        self.c.exec("DELETE FROM pgboss.job_common WHERE name = %s AND id IN (SELECT id FROM pgboss.job_common "
+                    "WHERE name = %s AND state < 'active' ORDER BY created_on DESC LIMIT %s)",
+                    (pgboss.QUEUE, pgboss.QUEUE, n))
+
+    def cleanup(self):
+        self.c.exec("DELETE FROM pgboss.job_common WHERE state >= 'active'")
+
+    def rows(self):
+        return self.c.one("SELECT count(*) FROM pgboss.job_common")[0]
+
+    def done(self, arm, before):
+        return self.c.one("SELECT count(*) FROM pgboss.job_common WHERE state = 'completed'")[0]
+
+    def script(self, arm, batch):
+        return pgboss.fetch_script_text(self.cap, batch) + pgboss.complete_script_text(self.cap, batch)
+
+
+# --------------------------------------------------------------------------------------
+# One run
+
+
+def snapshot(c, tables):
+    st = c.one("""
+        SELECT pg_current_wal_lsn()::text,
+               coalesce(sum(n_tup_ins), 0)::bigint, coalesce(sum(n_tup_upd), 0)::bigint,
+               coalesce(sum(n_tup_hot_upd), 0)::bigint, coalesce(sum(n_tup_del), 0)::bigint,
+               coalesce(sum(n_dead_tup), 0)::bigint,
+               coalesce(sum(pg_table_size(relid)), 0)::bigint,
+               coalesce(sum(pg_indexes_size(relid)), 0)::bigint
+          FROM pg_stat_user_tables WHERE relid = ANY(%s::regclass[])""", (tables,))
+    av = c.one("SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint "
+               "FROM pg_stat_user_tables")[0]
+    keys = ["lsn", "ins", "upd", "hot", "del", "dead", "table_bytes", "index_bytes"]
+    return dict(zip(keys, st), av=av)
+
+
+def wait_quiet(c, limit_s=60):
+    """Until no pgbench backend and no autovacuum worker is left in this database (bounded);
+    exiting backends flush their table statistics."""
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        n = c.one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND (application_name = 'pgbench' OR backend_type = 'autovacuum worker')")[0]
+        if n == 0:
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)
+
+
+def parse_pgbench(out):
+    r = {}
+    m = re.search(r"number of transactions actually processed: (\d+)", out)
+    r["cycles"] = int(m.group(1)) if m else 0
+    m = re.search(r"number of failed transactions: (\d+)", out)
+    r["failed"] = int(m.group(1)) if m else 0
+    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
+    r["tps"] = float(m.group(1)) if m else 0.0
+    lat = []
+    sect = out.split("statement latencies in milliseconds", 1)
+    if len(sect) == 2:
+        for line in sect[1].splitlines()[1:]:
+            m = re.match(r"\s+([\d.]+)\s+\d+\s+(.*)$", line)
+            if m:
+                lat.append(float(m.group(1)))
+    # the first statement is the claim; the complete is the last one
+    r["claim_ms"] = lat[0] if lat else None
+    r["complete_ms"] = lat[-1] if len(lat) > 1 else None
+    return r
+
+
+def run_pgbench(db, script, clients, batch, duration):
+    cmd = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-r",
+           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-T", str(duration),
+           "-D", f"batch={batch}", "-D", f"queue={pgmq.QUEUE}", "-D", f"vt={LEASE_S}",
+           "-f", script, db]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired:
+        out, err, rc = "", "pgbench timed out", -1
+    r = parse_pgbench(out)
+    r["error"] = ""
+    if rc != 0 or "aborted" in err or r["failed"]:
+        first = [ln for ln in err.splitlines() if "error" in ln.lower() or "abort" in ln.lower()][:2]
+        r["error"] = (" | ".join(first) or f"pgbench exit {rc}")[:300]
+    return r
+
+
+def prepare_queue(peer, target):
+    """Finished rows out, then exactly `target` waiting jobs, vacuumed, checkpointed."""
+    t0 = time.time()
+    peer.cleanup()
+    have = peer.pending()
+    if have < target:
+        peer.add(target - have)
+    elif have > target:
+        peer.trim(have - target)
+    for t in peer.tables:
+        peer.c.exec(f"VACUUM (ANALYZE) {t}")
+    # This backend's own counts (the deletes and inserts above) are flushed now, when it
+    # goes idle after this call, not a second later into the run's numbers.
+    peer.c.exec("SELECT pg_stat_force_next_flush()")
+    wait_quiet(peer.c)
+    peer.c.exec("CHECKPOINT")
+    return time.time() - t0
+
+
+def one_run(peer, arm, script, backlog, clients, batch, duration, target):
+    prep_s = prepare_queue(peer, target)
+    start_pending = peer.pending()
+    rows_before = peer.rows() if arm == "pgmq-delete" else 0
+    before = snapshot(peer.c, peer.tables)
+    t = time.time()
+    r = run_pgbench(peer.db, script, clients, batch, duration)
+    wait_quiet(peer.c)
+    after = snapshot(peer.c, peer.tables)
+    jobs = peer.done(arm, rows_before)
+    end_pending = peer.pending()
+    wal = peer.c.one("SELECT pg_wal_lsn_diff(%s, %s)::bigint", (after["lsn"], before["lsn"]))[0]
+    per_cycle = jobs / r["cycles"] if r["cycles"] else 0
+    row = {
+        "backlog": backlog, "clients": clients, "batch": batch, "arm": arm,
+        "duration_s": duration, "start_pending": start_pending, "end_pending": end_pending,
+        "jobs": jobs, "cycles": r["cycles"], "tps": round(r["tps"], 2),
+        "jobs_s": round(r["tps"] * per_cycle, 1), "failed": r["failed"], "error": r["error"],
+        "claim_ms": r["claim_ms"], "complete_ms": r["complete_ms"], "wal_bytes": wal,
+        "n_tup_ins": after["ins"] - before["ins"], "n_tup_upd": after["upd"] - before["upd"],
+        "n_tup_hot_upd": after["hot"] - before["hot"], "n_tup_del": after["del"] - before["del"],
+        "n_dead_tup_delta": after["dead"] - before["dead"],
+        "table_bytes_before": before["table_bytes"], "index_bytes_before": before["index_bytes"],
+        "table_bytes": after["table_bytes"], "index_bytes": after["index_bytes"],
+        "rows_after": peer.rows(), "autovacuums": after["av"] - before["av"],
+        "prep_s": round(prep_s, 1), "t": datetime.datetime.now().strftime("%H:%M:%S"),
+    }
+    row["valid"] = int(not row["error"] and end_pending >= backlog)
+    return row, time.time() - t
+
+
+# --------------------------------------------------------------------------------------
+# The plan
+
+
+def prior_rate(batch):
+    """A generous guess of jobs/s (any arm, any clients) before a run at this point was
+    measured: it sizes the first top-up; a run that still falls below the backlog is run
+    again with more."""
+    return {1: 8000, 10: 35000, 100: 100000}.get(batch, 8000 * batch ** 0.55)
+
+
+# For the runtime estimate only: jobs/s of a 2-core machine when quiet (bench/bench.py's
+# E at 1-8 clients, averaged), and how fast each peer's queue is refilled and emptied.
+EXPECTED_RATE = {1: 4000, 10: 20000, 100: 55000}
+FILL_RATE = {"sendjobs": 40_000, "pgmq": 70_000, "pgboss": 20_000}
+EMPTY_RATE = 150_000
+
+
+def estimate_seconds(args):
+    """Runs x (duration + preparation: the run's consumption added back and its finished
+    rows deleted, VACUUM, CHECKPOINT) plus the loads."""
+    runs = total = 0
+    for backlog in args.backlogs:
+        fixed = 1.5 + 3.0 * backlog / 1_000_000
+        for b in args.batches:
+            consumed = EXPECTED_RATE.get(b, 4000 * b ** 0.6) * args.duration
+            for arm in args.arms:
+                peer = PEER_OF[arm]
+                prep = consumed / FILL_RATE[peer] + (consumed / EMPTY_RATE if arm != "pgmq-delete" else 0)
+                n = args.reps * len(args.clients)
+                runs += n
+                total += n * (args.duration + fixed + prep + 0.5)
+        for peer in {PEER_OF[x] for x in args.arms}:
+            total += (backlog + prior_rate(10) * args.duration) / FILL_RATE[peer]
+    return total + 30, runs
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--clients", default="1,4,8")
+    p.add_argument("--batches", default="1,10,100")
+    p.add_argument("--backlogs", "--backlog", dest="backlogs", default="10000,1000000",
+                   help="waiting jobs that must remain during every run (list)")
+    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--duration", type=int, default=10, help="seconds per pgbench run")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=2, help="unrecorded seconds per arm per backlog")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--report", default=os.path.join(REPO, "bench", "results", "peers.md"))
+    p.add_argument("--csv", default=None, help="default: the report's path with .csv")
+    p.add_argument("--prepare-only", action="store_true", help="fetch the peers into the cache, exit")
+    p.add_argument("--report-only", action="store_true", help="rebuild the report from --csv")
+    a = p.parse_args(argv)
+    a.clients, a.batches, a.backlogs = parse_list(a.clients), parse_list(a.batches), parse_list(a.backlogs)
+    a.arms = [x for x in a.arms.split(",") if x]
+    bad = set(a.arms) - set(ARMS)
+    if bad:
+        p.error(f"unknown arms {sorted(bad)}; known: {ARMS}")
+    a.csv = a.csv or os.path.splitext(a.report)[0] + ".csv"
+    meta_path = os.path.splitext(a.csv)[0] + ".meta.json"
+
+    if a.prepare_only:
+        root = pgmq.fetch(CACHE)
+        log(f"== peers: pgmq crate {pgmq.VERSION} (sha256 ok, SQL {pgmq.sql_version(root)}) in {root}")
+        root, _ = pgboss.fetch(CACHE)
+        log(f"== peers: pg-boss {pgboss.VERSION} (integrity ok) in {root}")
+        return 0
+    if a.report_only:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        with open(a.csv) as f:
+            rows = list(csv.DictReader(f))
+        return write_report(a.report, meta, rows)
+    if psycopg2 is None:
+        raise SystemExit("peers: no psycopg2 in this python: run it with /usr/bin/python3 "
+                         "(apt package python3-psycopg2), as bench/peers.sh does")
+
+    est, nruns = estimate_seconds(a)
+    log(f"== peers: {nruns} runs of {a.duration} s ({len(a.backlogs)} backlogs x {a.reps} reps x "
+        f"{len(a.clients)} clients x {len(a.batches)} batches x {len(a.arms)} arms); "
+        f"estimated {fmt_dur(est)}")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = os.path.join(CACHE, f"run-{stamp}")   # the scripts hold the peers' SQL: not in the repo
+    os.makedirs(run_dir, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(a.report)), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(a.csv)), exist_ok=True)
+
+    t_start = time.time()
+    admin = Db("postgres")
+    peers = {}
+    meta = {"peers": {}}
+    for arm in a.arms:
+        name = PEER_OF[arm]
+        if name not in peers:
+            peers[name] = {"sendjobs": SendJobs, "pgmq": Pgmq, "pgboss": PgBoss}[name]()
+            meta["peers"][name] = peers[name].setup(admin, run_dir, sorted(set(a.batches) | {10}))
+            log(f"== peers: {name}: {meta['peers'][name]}")
+    scripts = {}
+    for arm in a.arms:
+        for batch in sorted(set(a.batches) | {10}):
+            path = os.path.join(run_dir, f"{arm}_b{batch}.sql")
+            with open(path, "w") as f:
+                f.write(peers[PEER_OF[arm]].script(arm, batch))
+            scripts[(arm, batch)] = path
+    settings = admin.rows("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) ORDER BY 1",
+                          (["shared_buffers", "max_connections", "fsync", "synchronous_commit",
+                            "full_page_writes", "max_wal_size", "checkpoint_timeout", "autovacuum",
+                            "autovacuum_naptime", "jit", "work_mem"],))
+    meta.update({
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "bash bench/peers.sh " + " ".join(argv),
+        "git_rev": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip(),
+        "nproc": os.cpu_count(), "pg_version": admin.one("SELECT version()")[0],
+        "settings": [f"{n} = {v}" for n, v in settings],
+        "grid": {"clients": a.clients, "batches": a.batches, "backlogs": a.backlogs, "arms": a.arms,
+                 "duration_s": a.duration, "reps": a.reps, "warmup_s": a.warmup, "seed": a.seed,
+                 "lease_s": LEASE_S},
+        "scripts_dir": run_dir, "estimate_s": round(est),
+    })
+    with open(meta_path, "w") as f:   # rewritten at the end; --report-only reads it
+        json.dump(meta, f, indent=2)
+    with open(a.csv, "w", newline="") as f:
+        csv.DictWriter(f, FIELDS).writeheader()
+
+    def record(row):
+        with open(a.csv, "a", newline="") as f:
+            csv.DictWriter(f, FIELDS).writerow(row)
+        rows.append(row)
+
+    rows = []
+    # jobs/s measured so far per (clients, batch), any arm and backlog: sizes the next top-ups
+    seen = {}
+    rng = random.Random(a.seed)
+    points = [(c, b) for b in a.batches for c in a.clients]   # headroom grows along the list
+    done_runs = 0
+    for backlog in a.backlogs:
+        log(f"== peers: backlog {backlog:,}: loading and warming up")
+        for arm in a.arms:
+            if a.warmup > 0:
+                peer = peers[PEER_OF[arm]]
+                prepare_queue(peer, backlog + int(prior_rate(10) * a.warmup * 1.5))
+                r = run_pgbench(peer.db, scripts[(arm, 10)], 1, 10, a.warmup)
+                if r["error"]:
+                    raise SystemExit(f"peers: warm-up of {arm} failed: {r['error']}")
+        for rep in range(a.reps):
+            for clients, batch in points:
+                arms = list(a.arms)
+                rng.shuffle(arms)
+                # Every arm of this point starts from the same queue: the backlog plus 1.3 times
+                # what the fastest arm consumed here before (a generous guess at first).
+                rate = seen.get((clients, batch)) or prior_rate(batch)
+                for arm in arms:
+                    peer = peers[PEER_OF[arm]]
+                    guess, row = rate, None
+                    for attempt in (1, 2, 3):
+                        if row:   # ran low: again, from what it did (it may have run dry)
+                            guess = max(guess, row["jobs_s"], row["jobs"] / a.duration)
+                        headroom = int(guess * a.duration * (1.3, 2.0, 3.0)[attempt - 1]) \
+                            + 2 * clients * batch + 1000
+                        row, _ = one_run(peer, arm, scripts[(arm, batch)], backlog, clients, batch,
+                                         a.duration, backlog + headroom)
+                        row.update(rep=rep + 1, attempt=attempt)
+                        record(row)
+                        seen[(clients, batch)] = max(seen.get((clients, batch), 0), row["jobs_s"])
+                        done_runs += 1
+                        low = row["end_pending"] < backlog   # (an empty claim also fails pgbench)
+                        flag = "" if row["valid"] else (
+                            f"  BELOW BACKLOG (ended with {row['end_pending']:,} waiting): again" if low
+                            else f"  ERROR {row['error']}")
+                        log(f"   [{done_runs}] backlog {backlog:,} rep {rep + 1} c{clients} b{batch} "
+                            f"{arm:<13} {row['jobs_s']:>10,.0f} jobs/s  ({row['jobs']:,} jobs, "
+                            f"prep {row['prep_s']:.1f} s){flag}")
+                        if row["valid"] or not low:
+                            break
+                    if not row["valid"]:
+                        raise SystemExit(f"peers: {arm} failed: {row['error'] or 'the queue ran low'} "
+                                         f"(script {scripts[(arm, batch)]})")
+            log(f"== peers: backlog {backlog:,}: repetition {rep + 1} of {a.reps} done "
+                f"({fmt_dur(time.time() - t_start)} so far)")
+    meta["elapsed_s"] = round(time.time() - t_start)
+    with open(meta_path, "w") as f:
+        json.dump(meta, f, indent=2)
+    for peer in peers.values():
+        peer.c.close()
+    admin.close()
+    return write_report(a.report, meta, rows)
+
+
+# --------------------------------------------------------------------------------------
+# The report
+
+
+def write_report(path, meta, rows):
+    text = report_text(meta, rows)
+    print("\n" + text)
+    with open(path, "w") as f:
+        f.write(text)
+    log(f"== peers: report written to {path}")
+    return 0
+
+
+def report_text(meta, rows):
+    num = ("backlog", "rep", "clients", "batch", "attempt", "valid", "jobs", "wal_bytes",
+           "n_tup_upd", "n_tup_del", "n_tup_ins", "n_tup_hot_upd", "n_dead_tup_delta",
+           "table_bytes", "index_bytes", "table_bytes_before", "index_bytes_before",
+           "rows_after", "autovacuums")
+    for r in rows:
+        for k in num:
+            r[k] = int(r[k])
+        r["jobs_s"] = float(r["jobs_s"])
+    good = [r for r in rows if r["valid"]]
+    g = meta["grid"]
+    arms = g["arms"]
+    out = []
+    w = out.append
+    w("# sendjobs, pgmq and pg-boss side by side\n")
+    w(f"{meta['date']}, git {meta['git_rev']}, `{meta['command']}`; {meta['nproc']} cores; "
+      f"{meta['pg_version'].split(' on ')[0]}; {meta.get('elapsed_s', 0) // 60} min.\n")
+    w("One cluster (`tests/cluster.py`), one database per peer, the arms interleaved in a shuffled "
+      f"order at every grid point; {g['duration_s']} s per run, {g['reps']} repetitions; "
+      "`pgbench -n -M prepared`, one transaction = claim n jobs, then complete them (two "
+      "statements, each in its own transaction, as each client sends them). Every run starts "
+      "with `backlog + what it will consume` waiting jobs (vacuumed, after a CHECKPOINT) and ends "
+      "with at least `backlog`. Method: bench/README.md, section \"Peers\".\n")
+    w("Settings: " + ", ".join(meta["settings"]) + ".\n")
+    w("## Versions\n")
+    pe = meta["peers"]
+    if "sendjobs" in pe:
+        w(f"- sendjobs {pe['sendjobs']['version']} (installed extension).")
+    if "pgmq" in pe:
+        m = pe["pgmq"]
+        w(f"- pgmq: crate {m['crate']} (sha256 `{m['sha256']}`), its embedded SQL {m['sql_version']} "
+          "installed as plain SQL; statements: "
+          + "; ".join(f"{k} from `{v}`" for k, v in m["statements"].items()) + ".")
+    if "pgboss" in pe:
+        m = pe["pgboss"]
+        w(f"- pg-boss: npm {m['package']} (`{m['integrity']}`), schema version {m['schema_version']} "
+          f"from `getConstructionPlans`, queue `{m['queue']['name']}` ({m['queue']['policy']}, table "
+          f"`{m['queue']['table']}`); statements recorded from its client (node {m['node']}, "
+          f"pg {m['pg (node driver)']}): fetch = `plans.fetchNextJob`, complete = `plans.completeJobs` "
+          "(fenced, as its worker settles).")
+    w("")
+    bad = [r for r in rows if not r["valid"]]
+    for backlog in g["backlogs"]:
+        w(f"## Throughput, backlog {backlog:,}: jobs/s, median (min-max) of {g['reps']}\n")
+        head = "| clients | batch | waiting at start | " + " | ".join(arms) + " |"
+        ratios = [x for x in ("pgmq-delete", "pgmq-archive", "pg-boss") if x in arms and "sendjobs" in arms]
+        head += "".join(f" sendjobs/{x} |" for x in ratios)
+        w(head)
+        w("|---|---|---|" + "---|" * (len(arms) + len(ratios)))
+        for b in g["batches"]:
+            for c in g["clients"]:
+                med = {}
+                cells = []
+                for arm in arms:
+                    v = [r["jobs_s"] for r in good if (r["backlog"], r["clients"], r["batch"], r["arm"]) == (backlog, c, b, arm)]
+                    if v:
+                        med[arm] = statistics.median(v)
+                        cells.append(f"{med[arm]:,.0f} ({min(v):,.0f}-{max(v):,.0f})")
+                    else:
+                        cells.append("-")
+                rat = [f"{med['sendjobs'] / med[x]:.2f}" if med.get("sendjobs") and med.get(x) else "-"
+                       for x in ratios]
+                sp = [int(r["start_pending"]) for r in good
+                      if (r["backlog"], r["clients"], r["batch"]) == (backlog, c, b)]
+                start = f"{min(sp):,}-{max(sp):,}" if sp else "-"
+                w(f"| {c} | {b} | {start} | " + " | ".join(cells) + " |" + "".join(f" {x} |" for x in rat))
+        w("")
+    fc, fb = FOOT_POINT
+    if fc in g["clients"] and fb in g["batches"]:
+        w(f"## Footprint at {fc} client, batch {fb}: per job done, median of {g['reps']}\n")
+        w("WAL = `pg_current_wal_lsn()` difference around the run; dead tuples = the increase of "
+          "`n_dead_tup` (and `n_tup_upd + n_tup_del`, each of which leaves one) summed over the "
+          "peer's tables; growth = the increase of `pg_table_size` (heap, TOAST, maps) and "
+          "`pg_indexes_size` during the run; sizes after = the tables as the run left them "
+          "(waiting jobs plus the run's finished rows, of which the next run's preparation "
+          "deletes the finished ones).\n")
+        w("| backlog | arm | WAL B/job | dead tuples/job | upd+del/job | table growth B/job | "
+          "index growth B/job | table MB after | indexes MB after | rows after | tables |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|")
+        tabs = {"sendjobs": "send_jobs, send_job_events", "pgmq-delete": "q_bench, a_bench",
+                "pgmq-archive": "q_bench, a_bench", "pg-boss": "job_common"}
+        for backlog in g["backlogs"]:
+            for arm in arms:
+                rs = [r for r in good if (r["backlog"], r["clients"], r["batch"], r["arm"]) == (backlog, fc, fb, arm)
+                      and r["jobs"] > 0]
+                if not rs:
+                    continue
+
+                def med(f):
+                    return statistics.median(f(r) for r in rs)
+                w(f"| {backlog:,} | {arm} | {med(lambda r: r['wal_bytes'] / r['jobs']):,.0f} | "
+                  f"{med(lambda r: r['n_dead_tup_delta'] / r['jobs']):.2f} | "
+                  f"{med(lambda r: (r['n_tup_upd'] + r['n_tup_del']) / r['jobs']):.2f} | "
+                  f"{med(lambda r: (r['table_bytes'] - r['table_bytes_before']) / r['jobs']):,.0f} | "
+                  f"{med(lambda r: (r['index_bytes'] - r['index_bytes_before']) / r['jobs']):,.0f} | "
+                  f"{med(lambda r: r['table_bytes']) / 1e6:,.1f} | {med(lambda r: r['index_bytes']) / 1e6:,.1f} | "
+                  f"{med(lambda r: r['rows_after']):,.0f} | {tabs.get(arm, '')} |")
+        w("")
+    av = sum(1 for r in good if r["autovacuums"])
+    w("## Notes\n")
+    w(f"- {len(good)} valid runs; {len(bad)} run(s) repeated because the queue fell below the backlog "
+      "or failed" + (": " + "; ".join(f"{r['arm']} backlog {r['backlog']:,} c{r['clients']} b{r['batch']} "
+                                      f"rep {r['rep']} ({r['error'] or 'ended with %s waiting' % r['end_pending']})"
+                                      for r in bad) if bad else "") + ".")
+    w(f"- Runs during which an autovacuum or autoanalyze completed in the peer's database: {av}.")
+    w(f"- Scripts that ran (they hold the peers' SQL, so they stay out of the repository): "
+      f"`{meta['scripts_dir']}`; raw data: one CSV row per run next to this report.")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
