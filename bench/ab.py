@@ -27,12 +27,20 @@ PGBIN = "/usr/lib/postgresql/15/bin"
 
 CYCLE = {
     # batch 1: the single finalize, as a worker finishing one job calls it
-    "one": """SELECT id, claim_generation AS generation FROM sendjobs_claim(1, '1 minute') \\gset
+    ("one", "retry"): """SELECT id, claim_generation AS generation FROM sendjobs_claim(1, '1 minute') \\gset
 SELECT sendjobs_finalize(:id, :generation, 'retry', NULL, now());
 """,
-    "batch": """SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations
+    ("batch", "retry"): """SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations
   FROM sendjobs_claim(:batch, '1 minute') \\gset
 SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'retry', NULL, now());
+""",
+    # 'sent': every job finishes, with its event (the backlog is topped up before each run)
+    ("one", "sent"): """SELECT id, claim_generation AS generation FROM sendjobs_claim(1, '1 minute') \\gset
+SELECT sendjobs_finalize(:id, :generation, 'sent');
+""",
+    ("batch", "sent"): """SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations
+  FROM sendjobs_claim(:batch, '1 minute') \\gset
+SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'sent');
 """,
 }
 
@@ -47,18 +55,36 @@ def prepare(db, version, lib_dir, backlog):
     if lib_dir:
         psql("postgres", f"ALTER DATABASE {db} SET dynamic_library_path = '{lib_dir}:$libdir'")
     psql(db, f"CREATE EXTENSION sendjobs VERSION '{version}'")
-    psql(db, f"SELECT count(sendjobs_enqueue('{{}}', max_attempts => 1000000000, run_at => now() - interval '1 hour'))"
-             f"  FROM generate_series(1, {backlog})")
+    top_up(db, backlog)
+
+
+def top_up(db, backlog):
+    """Finished jobs and their events go; pending jobs are added up to `backlog`."""
+    psql(db, "TRUNCATE send_job_events")
+    psql(db, "DELETE FROM send_jobs WHERE status <> 'pending'")
+    psql(db, f"INSERT INTO send_jobs (payload, max_attempts, next_attempt_at) "
+             f"SELECT '{{}}', 1000000000, now() - interval '1 hour' "
+             f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs))")
     psql(db, "VACUUM ANALYZE")
 
 
+def scalar(db, sql):
+    return subprocess.run([f"{PGBIN}/psql", "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
 def run(db, script, clients, batch, duration):
+    """(jobs/s, WAL bytes per job) of one pgbench run; the WAL is the whole cluster's
+    during the run (the other arm is idle then)."""
+    before = scalar(db, "SELECT pg_current_wal_insert_lsn()")
     out = subprocess.run(
         [f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
          "-T", str(duration), "-D", f"batch={batch}", "-f", script, db],
         check=True, capture_output=True, text=True).stdout
+    wal = int(scalar(db, f"SELECT pg_current_wal_insert_lsn() - '{before}'::pg_lsn"))
     tps = float(re.search(r"tps = ([0-9.]+)", out).group(1))
-    return tps * batch
+    cycles = int(re.search(r"number of transactions actually processed: ([0-9]+)", out).group(1))
+    return tps * batch, wal / max(1, cycles * batch)
 
 
 def main(argv):
@@ -71,6 +97,9 @@ def main(argv):
     p.add_argument("--batches", default="1,10,100")
     p.add_argument("--duration", type=int, default=5)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--outcome", choices=["retry", "sent"], default="retry",
+                   help="retry: jobs go back to pending (a constant backlog); sent: every job "
+                        "finishes with its event, and the backlog is topped up before each run")
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     b_version = a.b_version or subprocess.run(
@@ -81,12 +110,14 @@ def main(argv):
     prepare("arm_b", b_version, None, a.backlog)
     scripts = {}
     tmp = tempfile.mkdtemp(prefix="sendjobs-ab.")
-    for name, text in CYCLE.items():
-        scripts[name] = os.path.join(tmp, f"{name}.sql")
-        with open(scripts[name], "w") as f:
-            f.write(text)
+    for (name, outcome), text in CYCLE.items():
+        if outcome == a.outcome:
+            scripts[name] = os.path.join(tmp, f"{name}.sql")
+            with open(scripts[name], "w") as f:
+                f.write(text)
     points = [(c, b) for c in map(int, a.clients.split(",")) for b in map(int, a.batches.split(","))]
     results = {(pt, arm): [] for pt in points for arm in ("arm_a", "arm_b")}
+    wal = {(pt, arm): [] for pt in points for arm in ("arm_a", "arm_b")}
     rng = random.Random(a.seed)
     for rep in range(a.reps):
         for clients, batch in points:
@@ -94,18 +125,26 @@ def main(argv):
             rng.shuffle(arms)
             for arm in arms:
                 script = scripts["one" if batch == 1 else "batch"]
-                results[((clients, batch), arm)].append(run(arm, script, clients, batch, a.duration))
-                psql(arm, "VACUUM send_jobs")  # the next run starts from the same footing
+                jobs_s, wal_per_job = run(arm, script, clients, batch, a.duration)
+                results[((clients, batch), arm)].append(jobs_s)
+                wal[((clients, batch), arm)].append(wal_per_job)
+                # the next run starts from the same footing
+                if a.outcome == "sent":
+                    top_up(arm, a.backlog)
+                else:
+                    psql(arm, "VACUUM send_jobs")
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
-    print(f"\nA = {a.a_version} from {a.a_lib}, B = {b_version} installed; {a.backlog} jobs, "
+    print(f"\nA = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs, "
           f"{a.duration} s runs, {a.reps} repetitions, interleaved\n")
-    print("| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A |")
-    print("|---|---|---|---|---|")
+    print("| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A "
+          "| A WAL B/job | B WAL B/job |")
+    print("|---|---|---|---|---|---|---|")
     for clients, batch in points:
         ra, rb = results[((clients, batch), "arm_a")], results[((clients, batch), "arm_b")]
         ma, mb = statistics.median(ra), statistics.median(rb)
+        wa, wb = statistics.median(wal[((clients, batch), "arm_a")]), statistics.median(wal[((clients, batch), "arm_b")])
         print(f"| {clients} | {batch} | {ma:,.0f} ({min(ra):,.0f}-{max(ra):,.0f}) | "
-              f"{mb:,.0f} ({min(rb):,.0f}-{max(rb):,.0f}) | {mb / ma:.3f} |")
+              f"{mb:,.0f} ({min(rb):,.0f}-{max(rb):,.0f}) | {mb / ma:.3f} | {wa:,.0f} | {wb:,.0f} |")
     return 0
 
 

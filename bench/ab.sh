@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # A/B of two release builds, interleaved in one throwaway cluster (bench/ab.py): A is the
-# previous release (tests/upgrade/previous-release, built here from its commit), B this
-# tree. Both are built with the release profile; B is installed, A's library goes to a
-# folder of its own that only A's database loads from.
+# previous release (tests/upgrade/previous-release, built here from its commit), or any
+# commit given as SENDJOBS_AB_COMMIT; B is this tree. Both are built with the release
+# profile; B is installed, A's library goes to a folder of its own that only A's database
+# loads from. When A has B's version, A's install script is installed as version
+# <version>-a<commit>, at which A's database creates the extension.
 #
-#   bash bench/ab.sh [ab.py options: --clients 1,4,8 --batches 1,10,100 --duration 5 --reps 3]
+#   bash bench/ab.sh [ab.py options: --clients 1,4,8 --batches 1,10,100 --duration 5 --reps 3
+#                     --outcome retry|sent]
+#   SENDJOBS_AB_COMMIT=HEAD bash bench/ab.sh ...   # the last commit against the work tree
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$PWD
 source scripts/lib.sh
 read -r a_version a_commit < <(grep -v '^#' tests/upgrade/previous-release)
+if [ -n "${SENDJOBS_AB_COMMIT:-}" ]; then
+  a_commit=$(git rev-parse --short "$SENDJOBS_AB_COMMIT")
+  a_version=$(git show "$a_commit:Cargo.toml" | sed -n 's/^version = "\(.*\)"/\1/p' | head -1)
+fi
+b_version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 EXTDIR=$("$PG_CONFIG" --sharedir)/extension
 
 build=$REPO/target/ab-previous
-a_pkg=$build/package-$a_version
+a_pkg=$build/package-$a_version-$a_commit
 if [ ! -f "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" ]; then
-  echo "== ab.sh: building release $a_version (release profile) from commit $a_commit"
+  echo "== ab.sh: building $a_version (release profile) from commit $a_commit"
   rm -rf "$build/src" "$a_pkg"
   mkdir -p "$build/src"
   git archive "$a_commit" | tar -x -C "$build/src"
@@ -24,11 +33,17 @@ fi
 echo "== ab.sh: building and installing this tree (release profile)"
 install_extension >/dev/null
 
+a_as=$a_version
+[ "$a_version" = "$b_version" ] && a_as="$a_version-a$a_commit"
 lib=$(mktemp -d /tmp/sendjobs-ab-lib.XXXXXX)
-trap 'rm -rf "$lib"' EXIT
+cleanup() {
+  rm -rf "$lib"
+  if [ "$a_as" != "$a_version" ]; then as_root rm -f "$EXTDIR/sendjobs--$a_as.sql"; fi
+}
+trap cleanup EXIT
 chmod 755 "$lib"
 cp "$a_pkg/$("$PG_CONFIG" --pkglibdir)/sendjobs.so" "$lib/"
-as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" "$EXTDIR/"
+as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" "$EXTDIR/sendjobs--$a_as.sql"
 /usr/bin/python3 tests/cluster.py run --name sendjobs-ab \
   -c shared_buffers=256MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
-  -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_version" "$@"
+  -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_as" --b-version "$b_version" "$@"

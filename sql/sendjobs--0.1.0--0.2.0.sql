@@ -11,6 +11,8 @@
 --    age: a BRIN index), wake-ups (sendjobs_queues, sendjobs_notify) and sendjobs_stats
 --    (send_job_events.queue). Events staged before the update have no queue (NULL):
 --    filling it would rewrite the outbox while the update holds its lock.
+--  * send_job_events.job_id loses its foreign key (its check cost every finalize a
+--    second lock of the job row); sendjobs_purge deletes events itself.
 -- The last part repeats the statements of sql/comments_and_privileges.sql, which a
 -- fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.0'" to load this file. \quit
@@ -42,6 +44,7 @@ ALTER TABLE @extschema@.send_job_events DROP CONSTRAINT send_job_events_kind_che
 ALTER TABLE @extschema@.send_job_events ADD CONSTRAINT send_job_events_kind_check
     CHECK (kind IN ('sent', 'failed', 'cancelled'));
 ALTER TABLE @extschema@.send_job_events ADD COLUMN queue text;
+ALTER TABLE @extschema@.send_job_events DROP CONSTRAINT send_job_events_job_id_fkey;
 CREATE INDEX send_job_events_created_at_idx
     ON @extschema@.send_job_events USING brin (created_at) WITH (autosummarize = on);
 ALTER TABLE @extschema@.sendjobs_transaction_link ADD COLUMN on_redrive text NOT NULL DEFAULT 'pending';

@@ -1,5 +1,5 @@
 -- sendjobs_purge (src/purge.rs): delete up to $2 finished jobs whose event is older than
--- $3 at $1 (now), and with them their events (ON DELETE CASCADE). Found through the
+-- $3 at $1 (now), and with them their events. Found through the
 -- events, by send_job_events_created_at_idx: every finished job has exactly one event,
 -- as old as its finished_at, so no event younger than the cutoff is deleted, and the
 -- unfinished jobs are never read. SKIP LOCKED: a job that sendjobs_redrive holds stays.
@@ -12,6 +12,9 @@ WITH old AS MATERIALIZED (
        FOR UPDATE OF job SKIP LOCKED
 ),
 gone AS (
-    DELETE FROM @extschema@.send_jobs AS job USING old WHERE job.id = old.id RETURNING 1
+    DELETE FROM @extschema@.send_jobs AS job USING old WHERE job.id = old.id RETURNING job.id
+),
+events AS (
+    DELETE FROM @extschema@.send_job_events AS event USING gone WHERE event.job_id = gone.id
 )
 SELECT pg_catalog.count(*) FROM gone
