@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""The lifecycle benchmark: what history, wake-ups and the stats cost, each against a
+baseline measured in the same run, interleaved.
+
+Three measurements, in one throwaway cluster (bench/lifecycle.sh runs this inside
+tests/cluster.py):
+
+  history  Claim + finalize ('sent': every job finishes, with its event) in two
+           databases that differ only in history: `empty`, and `history`, which holds
+           --history finished jobs with their events (10,000,000 by default). Both get the
+           same backlog once, before the first run (--backlog, enough for every run);
+           runs alternate in a shuffled order within each repetition. Reports jobs/s
+           (median, range) and history/empty, and the table and index sizes.
+  notify   Enqueue throughput into a queue with wake-ups on and one with them off (same
+           database, runs interleaved), one job per transaction and 10 per transaction.
+  stats    sendjobs_stats() on a --stats-backlog pending backlog (1,000,000) beside the
+           history: the time of each of --stats-calls calls (median, p95, max) and the
+           plan of one (EXPLAIN ANALYZE of the statement it runs).
+
+    python3 bench/lifecycle.py [--history 10000000] [--duration 5] [--reps 5]
+"""
+
+import argparse
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PGBIN = "/usr/lib/postgresql/15/bin"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CYCLE = {
+    1: """SELECT id, claim_generation AS generation FROM sendjobs_claim(1, '1 minute') \\gset
+SELECT sendjobs_finalize(:id, :generation, 'sent');
+""",
+    "batch": """SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations
+  FROM sendjobs_claim(:batch, '1 minute') \\gset
+SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'sent');
+""",
+}
+
+ENQUEUE = {
+    1: "SELECT sendjobs_enqueue('{}', :queue);\n",
+    10: "SELECT count(sendjobs_enqueue('{}', :queue)) FROM generate_series(1, 10);\n",
+}
+
+
+def psql(db, sql, capture=False):
+    out = subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip() if capture else None
+
+
+def pgbench(db, script, clients, duration, variables):
+    args = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
+            "-T", str(duration)]
+    for name, value in variables.items():
+        args += ["-D", f"{name}={value}"]
+    out = subprocess.run(args + ["-f", script, db], check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"tps = ([0-9.]+)", out).group(1))
+
+
+def write_scripts():
+    tmp = tempfile.mkdtemp(prefix="sendjobs-lifecycle.")
+    paths = {}
+    for kind, texts in (("cycle", CYCLE), ("enqueue", ENQUEUE)):
+        for key, text in texts.items():
+            paths[(kind, key)] = os.path.join(tmp, f"{kind}-{key}.sql")
+            with open(paths[(kind, key)], "w") as f:
+                f.write(text)
+    return paths
+
+
+def spread(values):
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def sizes(db):
+    rows = psql(db, """
+        SELECT c.relname, pg_size_pretty(pg_relation_size(c.oid)), pg_relation_size(c.oid)
+          FROM pg_class c
+         WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
+           AND (c.relname LIKE 'send_job%' OR c.relname LIKE 'sendjobs_%')
+         ORDER BY pg_relation_size(c.oid) DESC""", capture=True)
+    return [line.split("|") for line in rows.splitlines()]
+
+
+def fill_history(db, count):
+    """`count` jobs that finished two days ago, with their events, as a finished history
+    looks after months of work (the ids come first, as old work has the low ids)."""
+    step = 1_000_000
+    for start in range(0, count, step):
+        n = min(step, count - start)
+        psql(db, f"""
+            WITH jobs AS (
+                INSERT INTO send_jobs (payload, queue, status, attempts, claim_generation,
+                                       next_attempt_at, claimed_at, finished_at, created_at)
+                SELECT jsonb_build_object('n', g), 'default', 'sent', 1, 1,
+                       now() - interval '2 days', now() - interval '2 days',
+                       now() - interval '2 days', now() - interval '2 days'
+                  FROM generate_series(1, {n}) g
+                RETURNING id, queue, finished_at)
+            INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
+            SELECT id, 'sent', 1, finished_at, queue FROM jobs""")
+        print(f"   history: {start + n:,} of {count:,}", flush=True)
+    psql(db, "VACUUM ANALYZE send_jobs")
+    psql(db, "VACUUM ANALYZE send_job_events")
+
+
+def add_backlog(db, count):
+    """`count` due jobs, by direct INSERT (the bench's own setup, not what it measures)."""
+    psql(db, f"INSERT INTO send_jobs (payload, next_attempt_at) "
+             f"SELECT '{{}}', now() - interval '1 hour' FROM generate_series(1, {count})")
+
+
+def history_runs(a, scripts, rng):
+    for db in ("empty", "history"):
+        psql("postgres", f"CREATE DATABASE {db}")
+        psql(db, "CREATE EXTENSION sendjobs")
+    print(f"== filling {a.history:,} finished jobs into `history`", flush=True)
+    started = time.monotonic()
+    fill_history("history", a.history)
+    print(f"   done in {time.monotonic() - started:.0f} s", flush=True)
+    points = [(c, b) for c in map(int, a.clients.split(",")) for b in map(int, a.batches.split(","))]
+    results = {(pt, db): [] for pt in points for db in ("empty", "history")}
+    # One backlog for every run, added before the first: nothing is deleted between runs,
+    # so the only difference between the arms is the finished history (and what it costs
+    # autovacuum, which runs as configured in both).
+    for db in ("empty", "history"):
+        add_backlog(db, a.backlog)
+        psql(db, "VACUUM (FREEZE, ANALYZE)")
+        if a.vacuum_between_reps:
+            for table in ("send_jobs", "send_job_events"):
+                psql(db, f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+    for rep in range(a.reps):
+        if a.vacuum_between_reps:
+            for db in ("empty", "history"):
+                psql(db, "VACUUM send_jobs")
+                psql(db, "VACUUM send_job_events")
+        for clients, batch in points:
+            arms = ["empty", "history"]
+            rng.shuffle(arms)
+            for db in arms:
+                script = scripts[("cycle", 1 if batch == 1 else "batch")]
+                tps = pgbench(db, script, clients, a.duration, {"batch": batch})
+                results[((clients, batch), db)].append(tps * batch)
+        print(f"== history: repetition {rep + 1} of {a.reps} done", flush=True)
+    lines = [f"Claim + finalize ('sent'), {a.duration}-s runs x {a.reps}, interleaved; "
+             f"a backlog of {a.backlog:,} due jobs before the first run, none added or deleted "
+             f"between runs; `history` holds {a.history:,} finished jobs and their events "
+             f"(frozen)." + (" Autovacuum off for the queue tables; VACUUM of both before each "
+                             "repetition, outside the timed runs." if a.vacuum_between_reps else
+                             " Autovacuum as configured."), "",
+             "| clients | batch | empty: jobs/s (median, range) | history: jobs/s (median, range) | history/empty |",
+             "|---|---|---|---|---|"]
+    for clients, batch in points:
+        e, h = results[((clients, batch), "empty")], results[((clients, batch), "history")]
+        lines.append(f"| {clients} | {batch} | {spread(e)} | {spread(h)} | "
+                     f"{statistics.median(h) / statistics.median(e):.3f} |")
+    lines += ["", "Sizes in `history` after the runs:", "", "| relation | size |", "|---|---|"]
+    lines += [f"| {name} | {pretty} |" for name, pretty, _ in sizes("history")]
+    return lines
+
+
+def notify_runs(a, scripts, rng):
+    psql("postgres", "CREATE DATABASE wakeup")
+    psql("wakeup", "CREATE EXTENSION sendjobs")
+    psql("wakeup", "SELECT sendjobs_notify('on', true), sendjobs_notify('off', false)")
+    points = [(c, n) for c in map(int, a.clients.split(",")) for n in (1, 10)]
+    results = {(pt, q): [] for pt in points for q in ("on", "off")}
+    for rep in range(a.reps):
+        for clients, per_txn in points:
+            queues = ["on", "off"]
+            rng.shuffle(queues)
+            for queue in queues:
+                tps = pgbench("wakeup", scripts[("enqueue", per_txn)], clients, a.duration, {"queue": queue})
+                results[((clients, per_txn), queue)].append(tps * per_txn)
+            psql("wakeup", "TRUNCATE send_jobs CASCADE")
+        print(f"== notify: repetition {rep + 1} of {a.reps} done", flush=True)
+    lines = [f"Enqueue, {a.duration}-s runs x {a.reps}, interleaved; no session listens.", "",
+             "| clients | jobs per transaction | notify off: jobs/s | notify on: jobs/s | on/off |",
+             "|---|---|---|---|---|"]
+    for clients, per_txn in points:
+        off, on = results[((clients, per_txn), "off")], results[((clients, per_txn), "on")]
+        lines.append(f"| {clients} | {per_txn} | {spread(off)} | {spread(on)} | "
+                     f"{statistics.median(on) / statistics.median(off):.3f} |")
+    return lines
+
+
+def stats_runs(a):
+    db = "history"
+    psql(db, "DELETE FROM send_jobs WHERE status = 'pending'")
+    psql(db, f"INSERT INTO send_jobs (payload, queue, next_attempt_at) "
+             f"SELECT '{{}}', 'q' || (g % 4), now() - interval '1 hour' + g * interval '10 ms' "
+             f"  FROM generate_series(1, {a.stats_backlog}) g")
+    psql(db, "SELECT count(*) FROM sendjobs_claim(200, '1 hour')")
+    psql(db, "VACUUM ANALYZE send_jobs")
+    psql(db, "VACUUM ANALYZE send_job_events")
+    import psycopg2  # Debian's python3-psycopg2, as tests/soak uses
+    conn = psycopg2.connect(dbname=db)
+    conn.autocommit = True
+    times = []
+    with conn.cursor() as cur:
+        for _ in range(a.stats_calls):
+            started = time.perf_counter()
+            cur.execute("SELECT * FROM sendjobs_stats()")
+            cur.fetchall()
+            times.append((time.perf_counter() - started) * 1000)
+    conn.close()
+    times.sort()
+    p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+    with open(os.path.join(REPO, "sql", "statements", "stats.sql")) as f:
+        text = "\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("--"))
+    # The plan the function runs: the statement prepared with its parameter, generic plan
+    # (pasting clock_timestamp() in for $1 would make the BRIN index unusable: volatile).
+    statement = text.replace("@extschema@", "public")
+    plan = psql(db, f"PREPARE stats_probe(timestamptz) AS {statement};\n"
+                    "SET plan_cache_mode = force_generic_plan;\n"
+                    "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+                    "EXECUTE stats_probe(clock_timestamp())", capture=True)
+    return [f"sendjobs_stats() with {a.stats_backlog:,} pending jobs (4 queues), 200 in flight and "
+            f"{a.history:,} finished jobs, after VACUUM ANALYZE; {a.stats_calls} calls, "
+            f"each timed by the client (round trip included): median {statistics.median(times):.1f} ms, "
+            f"p95 {p95:.1f} ms, max {times[-1]:.1f} ms.", "", "```", plan, "```"]
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--history", type=int, default=10_000_000)
+    p.add_argument("--backlog", type=int, default=2_000_000,
+                   help="due jobs added once, enough for every run of the grid")
+    p.add_argument("--clients", default="1,4")
+    p.add_argument("--batches", default="1,10")
+    p.add_argument("--duration", type=int, default=5)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--stats-backlog", type=int, default=1_000_000)
+    p.add_argument("--stats-calls", type=int, default=30)
+    p.add_argument("--only", default="history,notify,stats")
+    p.add_argument("--vacuum-between-reps", action="store_true",
+                   help="autovacuum off for the queue tables, VACUUM before each repetition "
+                        "(outside the timed runs): the hot path alone, without vacuum's share")
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args(argv)
+    rng = random.Random(a.seed)
+    scripts = write_scripts()
+    only = a.only.split(",")
+    # Each section is printed as soon as it is measured.
+    if "history" in only or "stats" in only:
+        print("\n".join(["## Throughput with a finished history", ""] + history_runs(a, scripts, rng) + [""]),
+              flush=True)
+    if "notify" in only:
+        print("\n".join(["## Enqueue with wake-ups on and off", ""] + notify_runs(a, scripts, rng) + [""]),
+              flush=True)
+    if "stats" in only:
+        print("\n".join(["## sendjobs_stats", ""] + stats_runs(a) + [""]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
