@@ -144,7 +144,7 @@ mod tests {
 
     /// sendjobs_stats reads the backlog through its indexes, never the finished history:
     /// with 1,000 pending jobs, 100 in flight and 300,000 finished jobs and events, each
-    /// part reads the index made for it (pending jobs from send_jobs_pending_queue_idx,
+    /// part reads the index made for it (pending jobs from one of the pending indexes,
     /// held ones from send_jobs_lease_idx, the last 5 minutes of events through the BRIN
     /// index) under the generic plan it runs with, and neither table is read whole. (When
     /// the backlog is most of the table, a scan of the table is the cheaper plan, and
@@ -177,15 +177,14 @@ mod tests {
                 .any(|name| name == "send_jobs" || name == "send_job_events"),
             "the stats read a queue table whole ({seq:?}): {plan}"
         );
-        for index in [
-            "send_jobs_pending_queue_idx",
-            "send_jobs_lease_idx",
-            "send_job_events_created_at_idx",
-        ] {
-            assert!(
-                text.contains(&format!("\"Index Name\":\"{index}\"")),
-                "the stats do not use {index}: {plan}"
-            );
+        let uses = |index: &str| text.contains(&format!("\"Index Name\":\"{index}\""));
+        // Either index of the pending rows will do (both hold exactly those rows).
+        assert!(
+            uses("send_jobs_pending_queue_idx") || uses("send_jobs_pending_idx"),
+            "the stats do not read the pending rows through their index: {plan}"
+        );
+        for index in ["send_jobs_lease_idx", "send_job_events_created_at_idx"] {
+            assert!(uses(index), "the stats do not use {index}: {plan}");
         }
     }
 }
