@@ -4,9 +4,10 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
-use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{execute, first_value, plan};
-use crate::statements::{CANCEL, JOB_EXISTS};
+use crate::errors::{or_raise, required, Result};
+use crate::finalize::stale_or_unknown;
+use crate::spi_plans::{execute, plan};
+use crate::statements::CANCEL;
 
 /// Cancels job `id`: `applied` when it was pending or in_flight (it is now `cancelled`,
 /// with one `cancelled` event; its holder's finalize and heartbeat get `stale`), `stale`
@@ -28,10 +29,6 @@ fn cancel(id: Option<i64>) -> Result<&'static str> {
         if !execute(client, &cancel, &[id.into(), wall_clock().into()])?.is_empty() {
             return Ok("applied");
         }
-        let exists = plan(client, &JOB_EXISTS, &[pg_sys::INT8OID.into()])?;
-        match first_value::<bool>(execute(client, &exists, &[id.into()])?)? {
-            Some(true) => Ok("stale"),
-            _ => Err(SendJobsError::UnknownJob(id)),
-        }
+        stale_or_unknown(client, id)
     })
 }

@@ -130,6 +130,18 @@ pub fn required<T>(value: Option<T>, name: &'static str) -> Result<T> {
     value.ok_or(SendJobsError::NullArgument(name))
 }
 
+/// Unwraps one element of an `ids` array, refusing a NULL (22004) and an id already in
+/// `seen` (22023: one call may act on a job once).
+pub fn distinct_id(id: Option<i64>, seen: &mut std::collections::HashSet<i64>) -> Result<i64> {
+    let id = required(id, "an element of ids")?;
+    if !seen.insert(id) {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "job {id} appears twice in ids"
+        )));
+    }
+    Ok(id)
+}
+
 /// Runs a function body and raises its error, if any, with the right SQLSTATE.
 pub fn or_raise<T>(result: Result<T>) -> T {
     result.unwrap_or_else(|error| error.raise())

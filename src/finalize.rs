@@ -9,7 +9,7 @@ use pgrx::spi::SpiClient;
 use crate::claim::lease_or_default;
 use crate::clock::wall_clock;
 use crate::config;
-use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::errors::{distinct_id, or_raise, required, Result, SendJobsError};
 use crate::link;
 use crate::spi_plans::{execute, first_value, plan};
 use crate::statements::{FINALIZE_BATCH, FINALIZE_ONE, HEARTBEAT, JOB_EXISTS};
@@ -97,15 +97,7 @@ fn batch_claims(
     let mut seen = std::collections::HashSet::with_capacity(ids.len());
     ids.into_iter()
         .zip(generations)
-        .map(|(id, generation)| {
-            let id = required(id, "an element of ids")?;
-            if !seen.insert(id) {
-                return Err(SendJobsError::InvalidArgument(format!(
-                    "job {id} appears twice in ids"
-                )));
-            }
-            Ok((id, fenced_generation(generation)?))
-        })
+        .map(|(id, generation)| Ok((distinct_id(id, &mut seen)?, fenced_generation(generation)?)))
         .collect()
 }
 
@@ -248,7 +240,7 @@ fn fenced_generation(generation: Option<i64>) -> Result<i64> {
 }
 
 /// A fenced update that matched nothing: `stale` for a job that exists, an error otherwise.
-fn stale_or_unknown(client: &SpiClient<'_>, id: i64) -> Result<&'static str> {
+pub(crate) fn stale_or_unknown(client: &SpiClient<'_>, id: i64) -> Result<&'static str> {
     let exists = plan(client, &JOB_EXISTS, &[pg_sys::INT8OID.into()])?;
     let found = first_value::<bool>(execute(client, &exists, &[id.into()])?)?;
     match found {

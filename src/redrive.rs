@@ -6,7 +6,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
-use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::errors::{distinct_id, or_raise, required, Result, SendJobsError};
 use crate::link::{Stamp, TransactionLink};
 use crate::spi_plans::{execute, first_value, plan};
 use crate::statements::{JOB_STATUSES, REDRIVE, REDRIVE_FIND};
@@ -30,15 +30,7 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
     let mut seen = HashSet::with_capacity(ids.len());
     let ids = ids
         .into_iter()
-        .map(|id| {
-            let id = required(id, "an element of ids")?;
-            if !seen.insert(id) {
-                return Err(SendJobsError::InvalidArgument(format!(
-                    "job {id} appears twice in ids"
-                )));
-            }
-            Ok(id)
-        })
+        .map(|id| distinct_id(id, &mut seen))
         .collect::<Result<Vec<i64>>>()?;
     if ids.is_empty() {
         return Ok(Vec::new());
