@@ -141,8 +141,8 @@ pub fn owner_scope(client: &SpiClient<'_>) -> Result<Scope> {
     with_cache(client, |cache| Scope::Owner(cache.owner))
 }
 
-/// Runs `f` in `scope`: `search_path = pg_catalog, pg_temp` and generic plans for the
-/// statement alone, in a GUC nest level that is popped afterwards, and for
+/// Runs `f` in `scope`: `search_path = pg_catalog, pg_temp`, generic plans and no parallel
+/// workers for the statement alone, in a GUC nest level that is popped afterwards, and for
 /// `Scope::Owner` as the extension's owner (a local user id change, as Postgres makes
 /// for its foreign-key checks). On an error, the abort of the (sub)transaction pops the
 /// level and restores the user, as it does for a function's SET clause.
@@ -153,6 +153,10 @@ pub fn owner_scope(client: &SpiClient<'_>) -> Result<Scope> {
 /// paid for planning (about 0.1 ms, more than executing). Their generic plans are
 /// index-ordered and independent of the values (src/tests/plans.rs checks the claim's
 /// under a 1,000,000-row backlog).
+///
+/// Why no parallel workers: every statement of ours reads a bounded number of rows, and
+/// starting workers costs more than that (sendjobs_stats spent 8 ms launching two
+/// workers to count an empty 5-minute window, README: sendjobs_stats).
 pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
     let (mut caller, mut context) = (pg_sys::InvalidOid, 0);
     // SAFETY: the same calls the function manager makes for a function's SET clause and
@@ -162,6 +166,7 @@ pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
         for (name, value) in [
             (c"search_path", c"pg_catalog, pg_temp"),
             (c"plan_cache_mode", c"force_generic_plan"),
+            (c"max_parallel_workers_per_gather", c"0"),
         ] {
             pg_sys::set_config_option(
                 name.as_ptr(),
