@@ -13,9 +13,11 @@ tests/cluster.py):
            (median, range) and history/empty, and the table and index sizes.
   notify   Enqueue throughput into a queue with wake-ups on and one with them off (same
            database, runs interleaved), one job per transaction and 10 per transaction.
-  stats    sendjobs_stats() on a --stats-backlog pending backlog (1,000,000) beside the
-           history: the time of each of --stats-calls calls (median, p95, max) and the
-           plan of one (EXPLAIN ANALYZE of the statement it runs).
+  stats    sendjobs_stats() on a --stats-backlog pending backlog (1,000,000) and
+           --stats-events jobs finished in the last 5 minutes, beside the history: the
+           time of each of --stats-calls calls (median, p95, max), the error of its
+           estimates against exact counts, and the plan of one (EXPLAIN ANALYZE of the
+           statement it runs).
 
     python3 bench/lifecycle.py [--history 10000000] [--duration 5] [--reps 5]
 """
@@ -117,7 +119,9 @@ def add_backlog(db, count):
              f"SELECT '{{}}', now() - interval '1 hour' FROM generate_series(1, {count})")
 
 
-def history_runs(a, scripts, rng):
+def history_runs(a, scripts, rng, measure=True):
+    """The history measurement; with measure=False, only the `history` database it fills
+    (the stats measurement runs beside that history)."""
     for db in ("empty", "history"):
         psql("postgres", f"CREATE DATABASE {db}")
         psql(db, "CREATE EXTENSION sendjobs")
@@ -125,6 +129,8 @@ def history_runs(a, scripts, rng):
     started = time.monotonic()
     fill_history("history", a.history)
     print(f"   done in {time.monotonic() - started:.0f} s", flush=True)
+    if not measure:
+        return []
     points = [(c, b) for c in map(int, a.clients.split(",")) for b in map(int, a.batches.split(","))]
     results = {(pt, db): [] for pt in points for db in ("empty", "history")}
     # One backlog for every run, added before the first: nothing is deleted between runs,
@@ -191,41 +197,92 @@ def notify_runs(a, scripts, rng):
     return lines
 
 
+EXACT_STATS = """
+    WITH pending AS (
+        SELECT queue, count(*) FILTER (WHERE next_attempt_at <= clock_timestamp()) AS ready,
+               count(*) FILTER (WHERE next_attempt_at > clock_timestamp()) AS scheduled
+          FROM send_jobs WHERE status = 'pending' GROUP BY queue),
+    events AS (
+        SELECT queue, count(*) FILTER (WHERE kind = 'sent') AS sent_5m,
+               count(*) FILTER (WHERE kind = 'failed') AS failed_5m
+          FROM send_job_events WHERE created_at > clock_timestamp() - interval '5 minutes'
+         GROUP BY queue)
+    SELECT queue, p.ready, p.scheduled, e.sent_5m, e.failed_5m
+      FROM pending p FULL JOIN events e USING (queue)"""
+ESTIMATED_COLUMNS = ("ready", "scheduled", "sent_5m", "failed_5m")
+
+
 def stats_runs(a):
+    """sendjobs_stats beside the history: a --stats-backlog pending backlog in 4 queues
+    (a third of it due, the rest due over the next hours), 200 jobs in flight, and
+    --stats-events jobs finished over the last 5 minutes (1 in 50 failed). Each call is
+    timed by the client and followed by an exact count of the same figures (read within
+    a second of it), so that the estimates' error is measured too."""
     db = "history"
     psql(db, "DELETE FROM send_jobs WHERE status = 'pending'")
     psql(db, f"INSERT INTO send_jobs (payload, queue, next_attempt_at) "
              f"SELECT '{{}}', 'q' || (g % 4), now() - interval '1 hour' + g * interval '10 ms' "
              f"  FROM generate_series(1, {a.stats_backlog}) g")
     psql(db, "SELECT count(*) FROM sendjobs_claim(200, '1 hour')")
+    events = a.stats_events
+    psql(db, f"""
+        WITH jobs AS (
+            INSERT INTO send_jobs (payload, queue, status, attempts, claim_generation,
+                                   next_attempt_at, claimed_at, finished_at)
+            SELECT '{{}}', 'q' || (g % 4), CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'sent' END,
+                   1, 1, now(), now(), now() - ({events} - g) * interval '300 s' / {events}
+              FROM generate_series(1, {events}) g
+            RETURNING id, queue, status, finished_at)
+        INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
+        SELECT id, status, 1, finished_at, queue FROM jobs ORDER BY id""")
     psql(db, "VACUUM ANALYZE send_jobs")
     psql(db, "VACUUM ANALYZE send_job_events")
     import psycopg2  # Debian's python3-psycopg2, as tests/soak uses
     conn = psycopg2.connect(dbname=db)
     conn.autocommit = True
-    times = []
+    times, errors, estimated = [], {c: [] for c in ESTIMATED_COLUMNS}, 0
     with conn.cursor() as cur:
         for _ in range(a.stats_calls):
             started = time.perf_counter()
-            cur.execute("SELECT * FROM sendjobs_stats()")
-            cur.fetchall()
+            cur.execute(f"SELECT queue, estimated, {', '.join(ESTIMATED_COLUMNS)} FROM sendjobs_stats()")
+            got = cur.fetchall()
             times.append((time.perf_counter() - started) * 1000)
+            cur.execute(EXACT_STATS)
+            exact = {r[0]: r[1:] for r in cur.fetchall()}
+            for queue, flagged, *values in got:
+                estimated += bool(flagged)
+                for column, value, truth in zip(ESTIMATED_COLUMNS, values, exact.get(queue, ())):
+                    if truth:
+                        errors[column].append(abs(value - truth) / truth)
     conn.close()
     times.sort()
     p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
     with open(os.path.join(REPO, "sql", "statements", "stats.sql")) as f:
         text = "\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("--"))
-    # The plan the function runs: the statement prepared with its parameter, generic plan
-    # (pasting clock_timestamp() in for $1 would make the BRIN index unusable: volatile).
+    # The plan the function runs: the statement prepared with its parameter, generic plan,
+    # no parallel workers, as src/spi_plans.rs runs it (pasting clock_timestamp() in for
+    # $1 would make the BRIN index unusable: volatile).
     statement = text.replace("@extschema@", "public")
     plan = psql(db, f"PREPARE stats_probe(timestamptz) AS {statement};\n"
                     "SET plan_cache_mode = force_generic_plan;\n"
+                    "SET max_parallel_workers_per_gather = 0;\n"
                     "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
                     "EXECUTE stats_probe(clock_timestamp())", capture=True)
-    return [f"sendjobs_stats() with {a.stats_backlog:,} pending jobs (4 queues), 200 in flight and "
-            f"{a.history:,} finished jobs, after VACUUM ANALYZE; {a.stats_calls} calls, "
-            f"each timed by the client (round trip included): median {statistics.median(times):.1f} ms, "
-            f"p95 {p95:.1f} ms, max {times[-1]:.1f} ms.", "", "```", plan, "```"]
+    error_lines = ["| column | median error | p95 error | max error |", "|---|---|---|---|"]
+    for column in ESTIMATED_COLUMNS:
+        e = sorted(errors[column])
+        if e:
+            q95 = e[min(len(e) - 1, int(round(0.95 * (len(e) - 1))))]
+            error_lines.append(f"| {column} | {statistics.median(e):.1%} | {q95:.1%} | {e[-1]:.1%} |")
+    return [f"sendjobs_stats() with {a.stats_backlog:,} pending jobs (4 queues), 200 in flight, "
+            f"{events:,} jobs finished in the last 5 minutes (2% failed) and {a.history:,} "
+            f"finished long ago, after VACUUM ANALYZE; {a.stats_calls} calls, each timed by the "
+            f"client (round trip included): median {statistics.median(times):.1f} ms, "
+            f"p95 {p95:.1f} ms, max {times[-1]:.1f} ms. Rows flagged `estimated`: {estimated} "
+            f"of {a.stats_calls * 4}.", "",
+            "Error of each figure against an exact count read right after the call (over "
+            "every call and queue; the window slides and jobs fall due in between, by less "
+            "than 0.1%):", ""] + error_lines + ["", "```", plan, "```"]
 
 
 def main(argv):
@@ -239,6 +296,8 @@ def main(argv):
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--stats-backlog", type=int, default=1_000_000)
     p.add_argument("--stats-calls", type=int, default=30)
+    p.add_argument("--stats-events", type=int, default=300_000,
+                   help="jobs finished over the last 5 minutes (1,000 jobs/s)")
     p.add_argument("--only", default="history,notify,stats")
     p.add_argument("--vacuum-between-reps", action="store_true",
                    help="autovacuum off for the queue tables, VACUUM before each repetition "
@@ -249,9 +308,11 @@ def main(argv):
     scripts = write_scripts()
     only = a.only.split(",")
     # Each section is printed as soon as it is measured.
-    if "history" in only or "stats" in only:
+    if "history" in only:
         print("\n".join(["## Throughput with a finished history", ""] + history_runs(a, scripts, rng) + [""]),
               flush=True)
+    elif "stats" in only:
+        history_runs(a, scripts, rng, measure=False)
     if "notify" in only:
         print("\n".join(["## Enqueue with wake-ups on and off", ""] + notify_runs(a, scripts, rng) + [""]),
               flush=True)

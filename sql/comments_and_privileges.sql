@@ -34,7 +34,7 @@ COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
 COMMENT ON FUNCTION @extschema@.sendjobs_notify(text, boolean) IS
     'Turns wake-ups for a queue on or off: while on, a transaction that enqueues into it sends one NOTIFY sendjobs_wakeup, payload the queue name, at commit.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
-    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes; and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
+    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
 COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
     'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
@@ -79,7 +79,8 @@ COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled
 COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
 COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue (NULL for events staged before 0.2.0).';
-COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): sendjobs_purge and the 5-minute counts of sendjobs_stats.';
+COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): what sendjobs_purge deletes.';
+COMMENT ON INDEX @extschema@.send_job_events_unsent_idx IS 'Failed and cancelled events by age: their exact 5-minute counts in sendjobs_stats.';
 
 -- sendjobs_transaction_link
 COMMENT ON TABLE @extschema@.sendjobs_transaction_link IS

@@ -9,8 +9,9 @@
 --    sendjobs_cancel (status cancelled, a cancelled event), sendjobs_redrive
 --    (send_jobs.redrive_of, the link's on_redrive), sendjobs_purge (events found by
 --    age: a BRIN index), wake-ups (sendjobs_queues, sendjobs_notify) and sendjobs_stats
---    (send_job_events.queue). Events staged before the update have no queue (NULL):
---    filling it would rewrite the outbox while the update holds its lock.
+--    (send_job_events.queue, and send_job_events_unsent_idx). Events staged before the
+--    update have no queue (NULL), but those of its last 10 minutes: filling all of them
+--    would rewrite the outbox while the update holds its lock.
 --  * send_job_events.job_id loses its foreign key (its check cost every finalize a
 --    second lock of the job row); sendjobs_purge deletes events itself.
 -- The last part repeats the statements of sql/comments_and_privileges.sql, which a
@@ -47,6 +48,16 @@ ALTER TABLE @extschema@.send_job_events ADD COLUMN queue text;
 ALTER TABLE @extschema@.send_job_events DROP CONSTRAINT send_job_events_job_id_fkey;
 CREATE INDEX send_job_events_created_at_idx
     ON @extschema@.send_job_events USING brin (created_at) WITH (autosummarize = on);
+CREATE INDEX send_job_events_unsent_idx
+    ON @extschema@.send_job_events (created_at) WHERE kind <> 'sent';
+-- The events of the last minutes get their job's queue, so that sendjobs_stats counts
+-- them for it (it counts only events with a queue). Found through the index just built;
+-- the update's lock on the outbox is held while this runs.
+UPDATE @extschema@.send_job_events AS event
+   SET queue = job.queue
+  FROM @extschema@.send_jobs AS job
+ WHERE job.id = event.job_id
+   AND event.created_at > pg_catalog.now() - interval '10 minutes';
 ALTER TABLE @extschema@.sendjobs_transaction_link ADD COLUMN on_redrive text NOT NULL DEFAULT 'pending';
 ALTER TABLE @extschema@.sendjobs_transaction_link ALTER COLUMN on_redrive DROP DEFAULT;
 CREATE TABLE @extschema@.sendjobs_queues (
@@ -114,6 +125,7 @@ CREATE FUNCTION @extschema@.sendjobs_stats() RETURNS TABLE (
 	"sent_5m" bigint,
 	"failed_5m" bigint,
 	"cancelled_5m" bigint,
+	"estimated" bool,
 	"dead_tuples" bigint,
 	"oldest_xmin_age" interval,
 	"oldest_xmin_xids" bigint
@@ -152,7 +164,7 @@ COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
 COMMENT ON FUNCTION @extschema@.sendjobs_notify(text, boolean) IS
     'Turns wake-ups for a queue on or off: while on, a transaction that enqueues into it sends one NOTIFY sendjobs_wakeup, payload the queue name, at commit.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
-    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes; and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
+    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
 COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
     'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
@@ -197,7 +209,8 @@ COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled
 COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
 COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue (NULL for events staged before 0.2.0).';
-COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): sendjobs_purge and the 5-minute counts of sendjobs_stats.';
+COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): what sendjobs_purge deletes.';
+COMMENT ON INDEX @extschema@.send_job_events_unsent_idx IS 'Failed and cancelled events by age: their exact 5-minute counts in sendjobs_stats.';
 
 -- sendjobs_transaction_link
 COMMENT ON TABLE @extschema@.sendjobs_transaction_link IS

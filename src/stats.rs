@@ -20,6 +20,7 @@ type Row = (
     i64,
     i64,
     i64,
+    bool,
     i64,
     Option<Interval>,
     Option<i64>,
@@ -28,7 +29,8 @@ type Row = (
 /// One row per queue that has unfinished jobs or events in the last 5 minutes: jobs
 /// ready now, scheduled later, in flight, with an expired lease awaiting reclaim, in
 /// flight on their last attempt; the oldest ready job's wait; sent, failed and cancelled
-/// in the last 5 minutes; and, the same on every row, send_jobs' dead tuples and the
+/// in the last 5 minutes; whether any of those counts is an estimate (exact up to
+/// 10,000, sql/statements/stats.sql); and, the same on every row, send_jobs' dead tuples and the
 /// oldest transaction holding back vacuum (its age, and its xmin's age in transactions).
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
@@ -45,6 +47,7 @@ fn sendjobs_stats() -> TableIterator<
         name!(sent_5m, i64),
         name!(failed_5m, i64),
         name!(cancelled_5m, i64),
+        name!(estimated, bool),
         name!(dead_tuples, i64),
         name!(oldest_xmin_age, Option<Interval>),
         name!(oldest_xmin_xids, Option<i64>),
@@ -72,9 +75,10 @@ fn stats() -> Result<Vec<Row>> {
                 count(&row, 8)?,
                 count(&row, 9)?,
                 count(&row, 10)?,
-                count(&row, 11)?,
-                row.get::<Interval>(12)?,
-                row.get::<i64>(13)?,
+                row.get::<bool>(11)?.unwrap_or(false),
+                count(&row, 12)?,
+                row.get::<Interval>(13)?,
+                row.get::<i64>(14)?,
             ))
         })
         .collect()
