@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""What a different finalize would buy: the cycle (sendjobs_claim, then finish the
+batch as sent) with three ways to finish, each in its own database, runs interleaved.
+
+  keep    sendjobs_finalize_batch, as it is: the job row stays in send_jobs (status
+          sent) and its event is staged in send_job_events.
+  move    what a contract change would do (the performance issue's question): the
+          fenced DELETE of the job row, and one event row that carries the job's
+          history (payload, attempts, times, last error) into an outbox with the same
+          indexes as send_job_events. Plain SQL, sent by the client: a ceiling for that
+          design, not an implementation (no business-row stamp, no per-claim results).
+  delete  the fenced DELETE alone, no event: pgmq's read+delete does this work.
+
+Reports jobs/s (median, range) and WAL bytes per job per arm, and move/keep, at each
+point. bench/finalize_options.sh runs it in a throwaway cluster.
+
+    python3 bench/finalize_options.py [--clients 1,4] [--batches 10,100] [--duration 5] [--reps 3]
+"""
+
+import argparse
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+PGBIN = "/usr/lib/postgresql/15/bin"
+ARMS = ("keep", "move", "delete")
+CLAIM = ("SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations\n"
+         "  FROM sendjobs_claim(:batch, '60 seconds') \\gset\n")
+FINISH = {
+    "keep": "SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'sent');\n",
+    "move": """WITH claim AS (
+    SELECT * FROM unnest(:ids::int8[], :generations::int8[]) AS c(id, generation)),
+done AS (
+    DELETE FROM send_jobs AS job USING claim
+     WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
+    RETURNING job.*)
+INSERT INTO moved_events (job_id, transaction_id, kind, claim_generation, created_at, queue, payload,
+                          attempts, max_attempts, job_created_at, claimed_at, last_error, idempotency_key)
+SELECT id, transaction_id, 'sent', claim_generation, now(), queue, payload, attempts, max_attempts,
+       created_at, claimed_at, last_error, idempotency_key
+  FROM done;
+""",
+    "delete": """DELETE FROM send_jobs AS job
+ USING unnest(:ids::int8[], :generations::int8[]) AS claim(id, generation)
+ WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation;
+""",
+}
+# The outbox of the `move` arm: send_job_events' columns and indexes, plus the job's.
+MOVED_EVENTS = """
+CREATE TABLE moved_events (LIKE send_job_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS
+                           INCLUDING INDEXES INCLUDING IDENTITY);
+ALTER TABLE moved_events ADD COLUMN payload jsonb, ADD COLUMN attempts int,
+    ADD COLUMN max_attempts int, ADD COLUMN job_created_at timestamptz,
+    ADD COLUMN claimed_at timestamptz, ADD COLUMN last_error text, ADD COLUMN idempotency_key text;
+"""
+
+
+def psql(db, sql):
+    out = subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def pgbench(db, script, clients, duration, batch):
+    out = subprocess.run([f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
+                          "-T", str(duration), "-D", f"batch={batch}", "-f", script, db],
+                         check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"tps = ([0-9.]+)", out).group(1))
+
+
+def top_up(db, backlog):
+    """At least `backlog` due jobs before a run (outside the timed part)."""
+    missing = backlog - int(psql(db, "SELECT count(*) FROM send_jobs WHERE status = 'pending'"))
+    if missing > 0:
+        psql(db, f"INSERT INTO send_jobs (payload) SELECT '{{\"n\": 1}}' FROM generate_series(1, {missing})")
+    psql(db, "VACUUM send_jobs")
+    psql(db, "CHECKPOINT")
+
+
+def spread(values):
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--clients", default="1,4")
+    p.add_argument("--batches", default="10,100")
+    p.add_argument("--duration", type=int, default=5)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--backlog", type=int, default=300_000)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args(argv)
+    rng = random.Random(a.seed)
+    tmp = tempfile.mkdtemp(prefix="sendjobs-finalize-options.")
+    scripts = {}
+    for arm in ARMS:
+        scripts[arm] = os.path.join(tmp, f"{arm}.sql")
+        with open(scripts[arm], "w") as f:
+            f.write(CLAIM + FINISH[arm])
+        psql("postgres", f"CREATE DATABASE {arm}")
+        psql(arm, "CREATE EXTENSION sendjobs")
+    psql("move", MOVED_EVENTS)
+    points = [(c, b) for c in map(int, a.clients.split(",")) for b in map(int, a.batches.split(","))]
+    jobs_s = {(pt, arm): [] for pt in points for arm in ARMS}
+    wal = {(pt, arm): [] for pt in points for arm in ARMS}
+    for rep in range(a.reps):
+        for clients, batch in points:
+            arms = list(ARMS)
+            rng.shuffle(arms)
+            for arm in arms:
+                top_up(arm, a.backlog)
+                before = psql(arm, "SELECT pg_current_wal_lsn()")
+                tps = pgbench(arm, scripts[arm], clients, a.duration, batch)
+                written = int(psql(arm, f"SELECT pg_current_wal_lsn() - '{before}'::pg_lsn"))
+                jobs = tps * batch
+                jobs_s[((clients, batch), arm)].append(jobs)
+                wal[((clients, batch), arm)].append(written / (jobs * a.duration))
+        print(f"== finalize options: repetition {rep + 1} of {a.reps} done", file=sys.stderr, flush=True)
+    print(f"Claim n (sendjobs_claim), then finish the n jobs as sent; {a.duration}-s runs x {a.reps}, "
+          f"arms interleaved in a shuffled order, each in its own database with at least "
+          f"{a.backlog:,} due jobs before every run. WAL per job is the database cluster's WAL "
+          "during the run over the jobs it finished.\n")
+    print("| clients | batch | keep: jobs/s | move: jobs/s | delete: jobs/s | move/keep | delete/keep "
+          "| WAL B/job keep | move | delete |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for pt in points:
+        k, m, d = (jobs_s[(pt, arm)] for arm in ARMS)
+        wk, wm, wd = (statistics.median(wal[(pt, arm)]) for arm in ARMS)
+        print(f"| {pt[0]} | {pt[1]} | {spread(k)} | {spread(m)} | {spread(d)} | "
+              f"{statistics.median(m) / statistics.median(k):.2f} | "
+              f"{statistics.median(d) / statistics.median(k):.2f} | {wk:,.0f} | {wm:,.0f} | {wd:,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
