@@ -3,9 +3,10 @@
 -- (README: sendjobs_stats; the plan is checked by src/tests/plans.rs). Counts are exact
 -- up to 10,000; above, they may be estimated from a sample:
 --   * A sample: 2,048 ids (1,024 for events) drawn at random, one in each of as many
---     equal slices of the ids that can hold what is counted, each looked up by primary key. A count is then
---     hits x slice width; its error is about 1/sqrt(hits). Counting 1,000,000 index
---     entries exactly takes about 100 ms on a 2-core machine, the sample about 10 ms.
+--     equal slices of the ids that can hold what is counted, each looked up by primary
+--     key. A count is then hits x slice width; its error is about 1/sqrt(hits).
+--     Counting 1,000,000 index entries exactly takes about 100 ms on a 2-core machine,
+--     the sample about 10 ms.
 --   * Ready and scheduled jobs, per queue: up to 1,001 entries of the pending index are
 --     counted. Past 1,000, the sample runs, and a count it puts above 30,000 from at
 --     least 64 hits is taken from it (for a count of 10,000 or less, 64 hits would be

@@ -15,6 +15,7 @@ out of every check but the purge's.
 """
 
 import collections
+import math
 import datetime as dt
 
 from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, REDRIVE_STAMP, STATS_COLUMNS, TERMINAL,
@@ -691,10 +692,18 @@ def check_purge(ev, V, stats):
 # stats
 # ----------------------------------------------------------------------------------
 
-# How far an estimated count of sendjobs_stats may be from the rows: its error is about
-# 1/sqrt(hits) of its sample, a few percent for the soak's queues; 25% is many
-# standard deviations away, and still catches a count that is wrong by a factor.
+# How far an estimated count of sendjobs_stats may be from the rows. An estimate is
+# hits x w, the hits of a sample of one id per slice of w ids: its standard deviation is
+# about sqrt(count x w). Allowed: 25% of the count, or 5 standard deviations plus two
+# slices (a small queue in a large window is a handful of hits), whichever is more; a
+# count that is wrong by a factor is outside both.
 ESTIMATE_TOLERANCE = 0.25
+PENDING_SAMPLE, EVENTS_SAMPLE = 2048, 1024
+
+
+def estimate_allows(got, least, most, width):
+    slack = max(ESTIMATE_TOLERANCE * most, 5 * math.sqrt(max(most, 1) * width) + 2 * width)
+    return least - slack <= got <= most + slack
 
 
 def check_stats(ev, V):
@@ -731,6 +740,11 @@ def check_stats(ev, V):
         return sum(expected[q][f"{k}_5m"][1] for q in expected for k in kinds)
     events_estimated = window(("sent", "failed", "cancelled")) > 10000
     unsent_estimated = window(("failed", "cancelled")) > 10000
+    # The slices' widths, from the ids the samples span: events, the window's (ids follow
+    # staging, give or take a few); pending jobs, from the lowest pending id to the highest id.
+    events_width = window(("sent", "failed", "cancelled")) / EVENTS_SAMPLE
+    pending_ids = [j["id"] for j in ev.db["jobs"].values() if j["status"] == "pending"]
+    pending_width = ((max(ev.db["jobs"]) - min(pending_ids) + 1) / PENDING_SAMPLE) if pending_ids else 0
     for queue in sorted(set(expected) | set(st["rows"]), key=str):
         for column in STATS_COLUMNS:
             least, most = expected[queue][column]
@@ -740,8 +754,9 @@ def check_stats(ev, V):
                          else unsent_estimated if column in ("failed_5m", "cancelled_5m")
                          else False)
             if estimated:
-                ok = ((1 - ESTIMATE_TOLERANCE) * least <= got <= (1 + ESTIMATE_TOLERANCE) * most
-                      and (got > 10000 or column not in ("ready", "scheduled")))
+                pending = column in ("ready", "scheduled")
+                ok = (estimate_allows(got, least, most, pending_width if pending else events_width)
+                      and (got > 10000 or not pending))
             else:
                 ok = least <= got <= most
             if not ok:
