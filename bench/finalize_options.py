@@ -20,13 +20,11 @@ point. bench/finalize_options.sh runs it in a throwaway cluster.
 import argparse
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+from lifecycle import pgbench, psql, spread  # bench/lifecycle.py: the same helpers
 ARMS = ("keep", "move", "delete")
 CLAIM = ("SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations\n"
          "  FROM sendjobs_claim(:batch, '60 seconds') \\gset\n")
@@ -59,30 +57,13 @@ ALTER TABLE moved_events ADD COLUMN payload jsonb, ADD COLUMN attempts int,
 """
 
 
-def psql(db, sql):
-    out = subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                         check=True, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
-def pgbench(db, script, clients, duration, batch):
-    out = subprocess.run([f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
-                          "-T", str(duration), "-D", f"batch={batch}", "-f", script, db],
-                         check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"tps = ([0-9.]+)", out).group(1))
-
-
 def top_up(db, backlog):
     """At least `backlog` due jobs before a run (outside the timed part)."""
-    missing = backlog - int(psql(db, "SELECT count(*) FROM send_jobs WHERE status = 'pending'"))
+    missing = backlog - int(psql(db, "SELECT count(*) FROM send_jobs WHERE status = 'pending'", capture=True))
     if missing > 0:
         psql(db, f"INSERT INTO send_jobs (payload) SELECT '{{\"n\": 1}}' FROM generate_series(1, {missing})")
     psql(db, "VACUUM send_jobs")
     psql(db, "CHECKPOINT")
-
-
-def spread(values):
-    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
 def main(argv):
@@ -113,9 +94,9 @@ def main(argv):
             rng.shuffle(arms)
             for arm in arms:
                 top_up(arm, a.backlog)
-                before = psql(arm, "SELECT pg_current_wal_lsn()")
-                tps = pgbench(arm, scripts[arm], clients, a.duration, batch)
-                written = int(psql(arm, f"SELECT pg_current_wal_lsn() - '{before}'::pg_lsn"))
+                before = psql(arm, "SELECT pg_current_wal_lsn()", capture=True)
+                tps = pgbench(arm, scripts[arm], clients, a.duration, {"batch": batch})
+                written = int(psql(arm, f"SELECT pg_current_wal_lsn() - '{before}'::pg_lsn", capture=True))
                 jobs = tps * batch
                 jobs_s[((clients, batch), arm)].append(jobs)
                 wal[((clients, batch), arm)].append(written / (jobs * a.duration))
