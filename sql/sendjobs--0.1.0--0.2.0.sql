@@ -51,8 +51,8 @@ CREATE INDEX send_job_events_created_at_idx
 CREATE INDEX send_job_events_unsent_idx
     ON @extschema@.send_job_events (created_at) WHERE kind <> 'sent';
 -- The events of the last minutes get their job's queue, so that sendjobs_stats counts
--- them for it (it counts only events with a queue). Found through the index just built;
--- the update's lock on the outbox is held while this runs.
+-- them for it (it counts only events with a queue). Found through the BRIN index just
+-- built; the update's lock on the outbox is held while this runs.
 UPDATE @extschema@.send_job_events AS event
    SET queue = job.queue
   FROM @extschema@.send_jobs AS job
@@ -208,7 +208,7 @@ COMMENT ON COLUMN @extschema@.send_job_events.transaction_id IS 'The job''s tran
 COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled: how the job finished.';
 COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
-COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue (NULL for events staged before 0.2.0).';
+COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue (NULL for events staged before 0.2.0, but those of the update''s last 10 minutes).';
 COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): what sendjobs_purge deletes.';
 COMMENT ON INDEX @extschema@.send_job_events_unsent_idx IS 'Failed and cancelled events by age: their exact 5-minute counts in sendjobs_stats.';
 

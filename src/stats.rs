@@ -30,8 +30,9 @@ type Row = (
 /// ready now, scheduled later, in flight, with an expired lease awaiting reclaim, in
 /// flight on their last attempt; the oldest ready job's wait; sent, failed and cancelled
 /// in the last 5 minutes; whether any of those counts is an estimate (exact up to
-/// 10,000, sql/statements/stats.sql); and, the same on every row, send_jobs' dead tuples and the
-/// oldest transaction holding back vacuum (its age, and its xmin's age in transactions).
+/// 10,000, sql/statements/stats.sql); and, the same on every row, send_jobs' dead tuples
+/// and the oldest transaction holding back vacuum (its age, and its xmin's age in
+/// transactions).
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
 fn sendjobs_stats() -> TableIterator<
