@@ -156,12 +156,15 @@ unsent_recent AS MATERIALIZED (
        AND event.created_at > $1 - interval '5 minutes' AND event.kind <> 'sent'
      LIMIT 10001
 ),
+unsent_total AS (
+    SELECT pg_catalog.count(*) AS n FROM unsent_recent
+),
 unsent_counted AS (
     SELECT queue,
            pg_catalog.count(*) FILTER (WHERE kind = 'failed') AS failed,
            pg_catalog.count(*) FILTER (WHERE kind = 'cancelled') AS cancelled
       FROM unsent_recent
-     WHERE (SELECT pg_catalog.count(*) FROM unsent_recent) <= 10000 AND queue IS NOT NULL
+     WHERE (SELECT n FROM unsent_total) <= 10000 AND queue IS NOT NULL
      GROUP BY queue
 ),
 events_sampled AS (
@@ -192,7 +195,7 @@ finished AS (
       FROM (SELECT queue FROM events_counted UNION SELECT queue FROM unsent_counted
             UNION SELECT queue FROM events_sampled) AS q
      CROSS JOIN event_window AS w
-     CROSS JOIN (SELECT pg_catalog.count(*) AS n FROM unsent_recent) AS u
+     CROSS JOIN unsent_total AS u
       LEFT JOIN events_counted AS c ON c.queue = q.queue
       LEFT JOIN unsent_counted AS uc ON uc.queue = q.queue
       LEFT JOIN events_sampled AS s ON s.queue = q.queue
