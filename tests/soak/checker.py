@@ -738,11 +738,12 @@ def check_stats(ev, V):
     # one never below 10,001; the rest must be exact.
     def window(kinds):
         return sum(expected[q][f"{k}_5m"][1] for q in expected for k in kinds)
-    events_estimated = window(("sent", "failed", "cancelled")) > 10000
+    events_in_window = window(("sent", "failed", "cancelled"))
+    events_estimated = events_in_window > 10000
     unsent_estimated = window(("failed", "cancelled")) > 10000
     # The slices' widths, from the ids the samples span: events, the window's (ids follow
     # staging, give or take a few); pending jobs, from the lowest pending id to the highest id.
-    events_width = window(("sent", "failed", "cancelled")) / EVENTS_SAMPLE
+    events_width = events_in_window / EVENTS_SAMPLE
     pending_ids = [j["id"] for j in ev.db["jobs"].values() if j["status"] == "pending"]
     pending_width = ((max(ev.db["jobs"]) - min(pending_ids) + 1) / PENDING_SAMPLE) if pending_ids else 0
     for queue in sorted(set(expected) | set(st["rows"]), key=str):
