@@ -44,6 +44,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "bench", "peers"))
 import pgboss  # noqa: E402  (bench/peers/pgboss.py)
 import pgmq    # noqa: E402  (bench/peers/pgmq.py)
+from bench import Db as BenchDb  # noqa: E402  (bench/bench.py)
 
 try:
     import psycopg2
@@ -85,26 +86,13 @@ def fmt_dur(s):
 # The database
 
 
-class Db:
+class Db(BenchDb):
+    """bench.py's connection (exec, rows, one, close), to a database of the cluster the
+    environment names (PGHOST, PGPORT, PGUSER: tests/cluster.py sets them)."""
+
     def __init__(self, dbname):
         self.conn = psycopg2.connect(dbname=dbname, application_name="peers-driver")
         self.conn.autocommit = True
-
-    def exec(self, sql, params=None):
-        with self.conn.cursor() as cur:
-            cur.execute(sql, params)
-            return cur.rowcount
-
-    def rows(self, sql, params=None):
-        with self.conn.cursor() as cur:
-            cur.execute(sql, params)
-            return cur.fetchall()
-
-    def one(self, sql, params=None):
-        return self.rows(sql, params)[0]
-
-    def close(self):
-        self.conn.close()
 
 
 def psql_file(db, path, single_transaction):
