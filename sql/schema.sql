@@ -19,7 +19,20 @@ CREATE TABLE @extschema@.send_jobs (
     finished_at      timestamptz,
     redrive_of       bigint
     -- CHECK send_jobs_state_check: sql/job_state.sql, once its function exists.
-) WITH (fillfactor = 80);
+) WITH (
+    fillfactor = 80,
+    -- Vacuum by churn, not by size. Every claim leaves a dead entry where the claim order
+    -- starts (send_jobs_pending_idx), and every later claim steps over it until a vacuum
+    -- removes it. Postgres's defaults scale with the table: autovacuum waits for 20% of
+    -- the rows to be dead, and a vacuum that finds dead rows on under 2% of the pages
+    -- skips the indexes. With 10,000,000 finished jobs kept, both held the dead entries
+    -- for minutes (VACUUM VERBOSE: "index scan bypassed: 3431 pages from table (1.46% of
+    -- total) have 422762 dead item identifiers") and claims slowed to half an empty
+    -- table's (README: Vacuum and a long history; bench/lifecycle.sh).
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 10000,
+    vacuum_index_cleanup = on
+);
 
 COMMENT ON TABLE @extschema@.send_jobs IS
     'sendjobs: one row per outbound message; claim with sendjobs_claim, finish with sendjobs_finalize';

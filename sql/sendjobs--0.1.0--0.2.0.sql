@@ -12,6 +12,7 @@
 --    (send_job_events.queue, and send_job_events_unsent_idx). Events staged before the
 --    update have no queue (NULL), but those of its last 10 minutes: filling all of them
 --    would rewrite the outbox while the update holds its lock.
+--  * send_jobs is vacuumed by churn, not by size (sql/schema.sql says why).
 --  * send_job_events.job_id loses its foreign key (its check cost every finalize a
 --    second lock of the job row); sendjobs_purge deletes events itself.
 -- The last part repeats the statements of sql/comments_and_privileges.sql, which a
@@ -20,6 +21,8 @@
 
 ALTER TABLE @extschema@.send_jobs ALTER COLUMN id SET GENERATED ALWAYS;
 ALTER TABLE @extschema@.send_job_events ALTER COLUMN id SET GENERATED ALWAYS;
+ALTER TABLE @extschema@.send_jobs SET (autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 10000, vacuum_index_cleanup = on);
 
 CREATE FUNCTION @extschema@.sendjobs_grant(
 	"role" regrole,
