@@ -6,7 +6,8 @@
 #      while a worker runs, then the SQL suites on an extension created through the
 #      upgrade path;
 #   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation);
-#   5. the short chaos soak and the failover soak (scripts/soak.sh).
+#   5. the short chaos soak and the failover soak (scripts/soak.sh);
+#   6. the Rust worker (worker/) against the extension in a throwaway cluster.
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ trap cleanup EXIT
 echo "== format and lints =="
 cargo fmt --check
 cargo clippy --all-targets --features "pg15 pg_test" -- -D warnings
+cargo clippy -p sendjobs-worker --all-targets -- -D warnings
 
 echo "== pgrx tests (cargo pgrx test) =="
 cargo pgrx test pg15 --runas postgres --pgdata "$pgrx_data" 2>&1 | tee -a "$log"
@@ -43,6 +45,14 @@ bash scripts/test-sql.sh "fresh install" 2>&1 | tee -a "$log"
 echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
+
+# The worker's tests need a server: built first, then run against a throwaway cluster
+# (its own database per test) with the package installed above.
+echo "== the Rust worker (worker/) =="
+cargo test -p sendjobs-worker --no-run
+python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
+  'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-worker -- --include-ignored' \
+  2>&1 | tee -a "$log"
 
 # One closing line for the whole run: tests that passed across the suites (the upgrade
 # scenario and each soak count as one test; a failing one has already stopped the script).

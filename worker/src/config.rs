@@ -1,0 +1,162 @@
+//! What a worker is told: where the database is, which queue, how much at once, how long.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// What a worker does with the sends still running when it is told to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Claim nothing more; let every running send finish (within its timeout) and
+    /// finalize it. The default: nothing is sent twice because of a deploy.
+    Finish,
+    /// Stop the running sends at once and hand their jobs back (`retry`, due now), so
+    /// another worker takes them without waiting for the lease. A send stopped midway may
+    /// have reached the partner: its job will be sent again (at-least-once).
+    Abandon,
+}
+
+/// The settings of a [`Worker`](crate::Worker). Start from [`Config::new`] and change
+/// what differs from the defaults:
+///
+/// ```
+/// use std::time::Duration;
+/// let config = sendjobs_worker::Config::new("host=/var/run/postgresql dbname=app user=app_worker")
+///     .queue("acme")
+///     .batch(20)
+///     .lease(Duration::from_secs(30))
+///     .send_timeout(Duration::from_secs(20));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) connection: String,
+    pub(crate) schema: String,
+    pub(crate) queue: Option<String>,
+    pub(crate) batch: u32,
+    pub(crate) concurrency: u32,
+    pub(crate) lease: Duration,
+    pub(crate) send_timeout: Duration,
+    pub(crate) poll_interval: Duration,
+    pub(crate) listen: bool,
+    pub(crate) reconnect_min: Duration,
+    pub(crate) reconnect_max: Duration,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) application_name: String,
+}
+
+impl Config {
+    /// A worker for `connection`, a libpq-style connection string or URL
+    /// (`host=... dbname=... user=...` or `postgres://user@host/db`), with these defaults:
+    /// any queue, batches of 10, 10 sends at once, a 30-second lease, a 60-second send
+    /// timeout, wake-ups by `LISTEN` with a poll every 5 seconds as a fallback, reconnects
+    /// backing off from 100 ms to 5 s, and [`Shutdown::Finish`].
+    pub fn new(connection: impl Into<String>) -> Self {
+        Self {
+            connection: connection.into(),
+            schema: "public".into(),
+            queue: None,
+            batch: 10,
+            concurrency: 10,
+            lease: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(60),
+            poll_interval: Duration::from_secs(5),
+            listen: true,
+            reconnect_min: Duration::from_millis(100),
+            reconnect_max: Duration::from_secs(5),
+            shutdown: Shutdown::Finish,
+            application_name: "sendjobs-worker".into(),
+        }
+    }
+
+    /// The schema the extension was created in (`CREATE EXTENSION sendjobs SCHEMA ...`);
+    /// `public` by default. Every call names it, so the role's `search_path` does not matter.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Take jobs of this queue only (by default, of any queue).
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Claim at most this many jobs per call (1 to the server's `sendjobs.max_batch`).
+    pub fn batch(mut self, batch: u32) -> Self {
+        self.batch = batch;
+        self
+    }
+
+    /// Run at most this many sends at once. A claim asks only for free places, so a job
+    /// never waits under a lease for a place to run.
+    pub fn concurrency(mut self, concurrency: u32) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// How long a claim holds a job before another worker may take it. While a send runs,
+    /// the worker renews the lease every half lease (`sendjobs_heartbeat`), so the lease
+    /// bounds how long a dead worker's jobs wait, not how long a send may take.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// A send still running after this long is stopped, and its job retried (due now,
+    /// with the error "send timed out").
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.send_timeout = timeout;
+        self
+    }
+
+    /// With no job due, wait this long before claiming again (a wake-up ends the wait
+    /// sooner). Also when a wake-up was missed: while reconnecting, or behind a pooler.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// `LISTEN sendjobs_wakeup` (on by default): an enqueue into a queue whose
+    /// wake-ups are on (`sendjobs_notify`) ends the idle wait at once. Turn it off behind a
+    /// pooler in transaction mode, which does not keep a `LISTEN` on the connection.
+    pub fn listen(mut self, listen: bool) -> Self {
+        self.listen = listen;
+        self
+    }
+
+    /// After a lost connection, wait `min` before reconnecting, doubling up to `max`.
+    pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.reconnect_min = min;
+        self.reconnect_max = max;
+        self
+    }
+
+    /// What to do with running sends when the shutdown future completes.
+    pub fn shutdown(mut self, shutdown: Shutdown) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// The `application_name` of the worker's connection (`pg_stat_activity` shows it).
+    pub fn application_name(mut self, name: impl Into<String>) -> Self {
+        self.application_name = name.into();
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let refuse = |what: &str| Err(Error::Config(what.into()));
+        if self.batch == 0 || self.concurrency == 0 {
+            return refuse("batch and concurrency must be at least 1");
+        }
+        if self.lease < Duration::from_millis(10) {
+            return refuse("the lease must be at least 10 ms");
+        }
+        if self.send_timeout.is_zero() || self.poll_interval.is_zero() {
+            return refuse("send_timeout and poll_interval must not be zero");
+        }
+        if self.reconnect_min.is_zero() || self.reconnect_max < self.reconnect_min {
+            return refuse("the reconnect backoff must be non-zero, its max at least its min");
+        }
+        Ok(())
+    }
+}

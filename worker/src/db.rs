@@ -1,0 +1,295 @@
+//! The worker's connection, and the four calls it makes through it.
+//!
+//! Every call is one unnamed statement with its parameter types given
+//! (`query_typed`): one round trip, and nothing prepared on the connection, so it works
+//! behind PgBouncer in transaction mode (named prepared statements do not). No call
+//! runs `SET`: the lease goes with each claim and heartbeat, so nothing leaks to the
+//! next client of a pooled server connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, Notify};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+use crate::config::Config;
+use crate::counters::{bump, Counters};
+use crate::error::{Error, Result};
+use crate::job::{Job, Outcome};
+
+/// What the server answers to a fenced call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Applied,
+    Stale,
+}
+
+impl Answer {
+    fn parse(text: &str) -> Result<Self> {
+        match text {
+            "applied" => Ok(Self::Applied),
+            "stale" => Ok(Self::Stale),
+            other => Err(Error::Protocol(format!("a fenced call returned {other:?}"))),
+        }
+    }
+}
+
+struct Statements {
+    claim: String,
+    heartbeat: String,
+    finalize: String,
+    finalize_sent: String,
+}
+
+impl Statements {
+    /// The extension's functions, qualified by its schema; `pg_catalog` for the rest
+    /// (the role's `search_path` resolves nothing). The lease travels as seconds
+    /// (float8) and becomes an interval on the server: tokio-postgres has no interval type.
+    fn new(schema: &str) -> Self {
+        let s = format!("\"{}\"", schema.replace('"', "\"\""));
+        Self {
+            claim: format!(
+                "SELECT id, claim_generation, queue, payload, attempts, max_attempts, transaction_id \
+                   FROM {s}.sendjobs_claim($1, pg_catalog.make_interval(secs => $2), $3)"
+            ),
+            heartbeat: format!(
+                "SELECT {s}.sendjobs_heartbeat($1, $2, pg_catalog.make_interval(secs => $3))"
+            ),
+            // retry_at: NULL (the server's backoff) when no delay is given; the server's
+            // clock otherwise, as for every lease.
+            finalize: format!(
+                "SELECT {s}.sendjobs_finalize($1, $2, $3, $4, \
+                        pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5))"
+            ),
+            finalize_sent: format!(
+                "SELECT id, result FROM {s}.sendjobs_finalize_batch($1, $2, 'sent')"
+            ),
+        }
+    }
+}
+
+/// One connection, opened again (with backoff) whenever a call finds it lost. Calls are
+/// pipelined on it by tokio-postgres; a call that fails because the connection went away
+/// is made again on the next one: every call is fenced by (id, generation), so making
+/// it twice changes nothing the first did not (the second of two finalizes is `stale`).
+pub(crate) struct Db {
+    config: Config,
+    statements: Statements,
+    current: Mutex<Option<Arc<Client>>>,
+    /// Notified for each wake-up of the worker's queue (`LISTEN sendjobs_wakeup`).
+    pub(crate) wakeup: Arc<Notify>,
+    counters: Arc<Counters>,
+}
+
+impl Db {
+    /// Connects once; fails at once if that fails (a wrong password is not retried).
+    pub(crate) async fn connect(config: &Config, counters: Arc<Counters>) -> Result<Self> {
+        let db = Self {
+            config: config.clone(),
+            statements: Statements::new(&config.schema),
+            current: Mutex::new(None),
+            wakeup: Arc::new(Notify::new()),
+            counters,
+        };
+        let client = db.open().await?;
+        *db.current.lock().await = Some(client);
+        Ok(db)
+    }
+
+    async fn open(&self) -> Result<Arc<Client>> {
+        let mut pg: tokio_postgres::Config = self.config.connection.parse()?;
+        pg.application_name(&self.config.application_name);
+        let (client, mut connection) = pg.connect(NoTls).await?;
+        // Drive the connection, and pass on what the server sends unasked: wake-ups, and
+        // notices (the terminal guard's WARNING when it refuses a stamp).
+        let (wakeup, counters) = (self.wakeup.clone(), self.counters.clone());
+        let queue = self.config.queue.clone();
+        tokio::spawn(async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(AsyncMessage::Notification(n))) => {
+                        if queue.as_deref().is_none_or(|q| q == n.payload()) {
+                            bump(&counters.wakeups, 1);
+                            wakeup.notify_one();
+                        }
+                    }
+                    Some(Ok(AsyncMessage::Notice(notice))) => {
+                        if notice.parsed_severity()
+                            == Some(tokio_postgres::error::Severity::Warning)
+                        {
+                            bump(&counters.server_warnings, 1);
+                        }
+                        log::warn!(
+                            "sendjobs-worker: server {}: {}",
+                            notice.severity(),
+                            notice.message()
+                        );
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        log::warn!("sendjobs-worker: connection lost: {e}");
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        });
+        if self.config.listen {
+            client.batch_execute("LISTEN sendjobs_wakeup").await?;
+        }
+        Ok(Arc::new(client))
+    }
+
+    /// The open connection, or a new one: tried until it opens, backing off.
+    async fn client(&self) -> Arc<Client> {
+        let mut current = self.current.lock().await;
+        if let Some(client) = current.as_ref().filter(|c| !c.is_closed()) {
+            return client.clone();
+        }
+        let mut delay = self.config.reconnect_min;
+        loop {
+            tokio::time::sleep(delay).await;
+            match self.open().await {
+                Ok(client) => {
+                    bump(&self.counters.reconnects, 1);
+                    // A wake-up may have been missed while the connection was down.
+                    self.wakeup.notify_one();
+                    *current = Some(client.clone());
+                    return client;
+                }
+                Err(e) => {
+                    log::warn!("sendjobs-worker: reconnecting in {delay:?}: {e}");
+                    delay = (delay * 2).min(self.config.reconnect_max);
+                }
+            }
+        }
+    }
+
+    /// Runs `call` on the connection; on a lost connection, again on a new one.
+    async fn run<T, F, Fut>(&self, call: F) -> Result<T>
+    where
+        F: Fn(Arc<Client>) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    {
+        loop {
+            let client = self.client().await;
+            match call(client.clone()).await.map_err(Error::from) {
+                Err(e) if e.is_connection_lost() => {
+                    let mut current = self.current.lock().await;
+                    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &client)) {
+                        *current = None;
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        self.run(|client| async move { client.query_typed(sql, params).await })
+            .await
+    }
+
+    pub(crate) async fn claim(&self, batch: u32) -> Result<Vec<Job>> {
+        let batch = i32::try_from(batch).unwrap_or(i32::MAX);
+        let lease = self.config.lease.as_secs_f64();
+        let rows = self
+            .query(
+                &self.statements.claim,
+                &[
+                    (&batch, Type::INT4),
+                    (&lease, Type::FLOAT8),
+                    (&self.config.queue, Type::TEXT),
+                ],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Job {
+                    id: row.try_get(0)?,
+                    generation: row.try_get(1)?,
+                    queue: row.try_get(2)?,
+                    payload: row.try_get(3)?,
+                    attempts: row.try_get(4)?,
+                    max_attempts: row.try_get(5)?,
+                    transaction_id: row.try_get(6)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn heartbeat(&self, job: &Job) -> Result<Answer> {
+        let lease = self.config.lease.as_secs_f64();
+        let rows = self
+            .query(
+                &self.statements.heartbeat,
+                &[
+                    (&job.id, Type::INT8),
+                    (&job.generation, Type::INT8),
+                    (&lease, Type::FLOAT8),
+                ],
+            )
+            .await?;
+        Answer::parse(single_text(&rows)?)
+    }
+
+    pub(crate) async fn finalize(
+        &self,
+        id: i64,
+        generation: i64,
+        outcome: &Outcome,
+    ) -> Result<Answer> {
+        let (kind, error, after): (&str, Option<&str>, Option<f64>) = match outcome {
+            Outcome::Sent => ("sent", None, None),
+            Outcome::Failed { error } => ("failed", Some(error), None),
+            Outcome::Retry { error, after } => (
+                "retry",
+                Some(error),
+                after.map(|d: Duration| d.as_secs_f64()),
+            ),
+        };
+        let rows = self
+            .query(
+                &self.statements.finalize,
+                &[
+                    (&id, Type::INT8),
+                    (&generation, Type::INT8),
+                    (&kind, Type::TEXT),
+                    (&error, Type::TEXT),
+                    (&after, Type::FLOAT8),
+                ],
+            )
+            .await?;
+        Answer::parse(single_text(&rows)?)
+    }
+
+    /// `sendjobs_finalize_batch(ids, generations, 'sent')`: one answer per claim.
+    pub(crate) async fn finalize_sent(&self, claims: &[(i64, i64)]) -> Result<Vec<(i64, Answer)>> {
+        let ids: Vec<i64> = claims.iter().map(|c| c.0).collect();
+        let generations: Vec<i64> = claims.iter().map(|c| c.1).collect();
+        let rows = self
+            .query(
+                &self.statements.finalize_sent,
+                &[(&ids, Type::INT8_ARRAY), (&generations, Type::INT8_ARRAY)],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get(0)?, Answer::parse(row.try_get(1)?)?)))
+            .collect()
+    }
+}
+
+fn single_text(rows: &[tokio_postgres::Row]) -> Result<&str> {
+    match rows {
+        [row] => Ok(row.try_get(0)?),
+        _ => Err(Error::Protocol(format!(
+            "{} rows where one was expected",
+            rows.len()
+        ))),
+    }
+}

@@ -1,0 +1,295 @@
+//! The loop: claim what there is room for, run each send in its own task under a
+//! heartbeat and a timeout, finalize what the sends return, sleep until woken.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::{interval_at, sleep, Instant, MissedTickBehavior};
+
+use crate::config::{Config, Shutdown};
+use crate::counters::{bump, Counters};
+use crate::db::{Answer, Db};
+use crate::error::{Error, Result};
+use crate::job::{Job, Outcome};
+
+/// A worker of one queue (or of all), on one connection. See the crate's documentation.
+pub struct Worker {
+    config: Config,
+    counters: Arc<Counters>,
+}
+
+/// A send's result, on its way to be finalized.
+struct Finished {
+    id: i64,
+    generation: i64,
+    outcome: Outcome,
+}
+
+impl Worker {
+    /// Checks the settings; connects only in [`Worker::run`].
+    pub fn new(config: Config) -> Result<Self> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            counters: Arc::default(),
+        })
+    }
+
+    /// The worker's counters, readable while it runs.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// Runs until `shutdown` completes (for instance [`shutdown_signal`](crate::shutdown_signal)),
+    /// then stops as [`Config::shutdown`] says and returns.
+    ///
+    /// `send` is called once per claim of a job, in a task of its own; what it returns is
+    /// finalized. If the job is lost meanwhile (a heartbeat answers `stale`), or the send
+    /// outlives its timeout, its task is aborted: `send` should hold nothing that an abort
+    /// at an `.await` would leave inconsistent.
+    ///
+    /// Returns an error if the first connection fails, or if a claim fails for a reason
+    /// that waiting cannot mend (a permission, a batch above `sendjobs.max_batch`: the
+    /// SQLSTATE says which). A lost connection is not an error: the worker reconnects.
+    pub async fn run<S, F>(self, send: S, shutdown: impl Future<Output = ()>) -> Result<()>
+    where
+        S: Fn(Job) -> F + Send + Sync + 'static,
+        F: Future<Output = Outcome> + Send + 'static,
+    {
+        let config = &self.config;
+        let counters = &self.counters;
+        let db = Arc::new(Db::connect(config, counters.clone()).await?);
+        let (finished_tx, finished_rx) = mpsc::unbounded_channel();
+        let finalizer = tokio::spawn(finalize_loop(db.clone(), finished_rx, counters.clone()));
+        let places = Arc::new(Semaphore::new(config.concurrency as usize));
+        let (abandon_tx, abandon_rx) = watch::channel(false);
+        let send = Arc::new(send);
+        let mut sends = JoinSet::new();
+        tokio::pin!(shutdown);
+
+        let mut result = Ok(());
+        loop {
+            while sends.try_join_next().is_some() {}
+            let free = places.available_permits() as u32;
+            if free == 0 {
+                // Every place is taken: wait for a send to end (its place frees first).
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    _ = sends.join_next() => continue,
+                }
+            }
+            let wanted = free.min(config.batch);
+            let claimed = tokio::select! {
+                _ = &mut shutdown => break,
+                claimed = db.claim(wanted) => claimed,
+            };
+            let jobs = match claimed {
+                Ok(jobs) => jobs,
+                Err(e) if is_permanent(&e) => {
+                    result = Err(e);
+                    break;
+                }
+                Err(e) => {
+                    log::warn!("sendjobs-worker: claim failed, trying again: {e}");
+                    bump(&counters.errors, 1);
+                    Vec::new()
+                }
+            };
+            bump(&counters.claimed, jobs.len() as u64);
+            let got = jobs.len() as u32;
+            for job in jobs {
+                let place = places
+                    .clone()
+                    .try_acquire_owned()
+                    .expect("claimed only for free places");
+                let task = SendTask {
+                    job,
+                    db: db.clone(),
+                    config: config.clone(),
+                    counters: counters.clone(),
+                    finished: finished_tx.clone(),
+                    abandon: abandon_rx.clone(),
+                    _place: place,
+                };
+                let send = send.clone();
+                sends.spawn(task.run(move |job| send(job)));
+            }
+            if got < wanted {
+                // Nothing more is due: sleep until a wake-up, the poll interval, or a send
+                // ending makes a claim worth trying (a stored wake-up ends it at once).
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    _ = db.wakeup.notified() => {}
+                    _ = sleep(config.poll_interval) => {}
+                }
+            }
+        }
+
+        if config.shutdown == Shutdown::Abandon || result.is_err() {
+            let _ = abandon_tx.send(true);
+        }
+        while sends.join_next().await.is_some() {}
+        drop(finished_tx);
+        let _ = finalizer.await;
+        result
+    }
+}
+
+/// Claim errors that another try cannot mend: bad arguments (22), access and names (42),
+/// authorization (28): stop and report. Anything else (a timeout, a conflict) is retried.
+fn is_permanent(e: &Error) -> bool {
+    match e.sqlstate() {
+        Some(code) => ["22", "42", "28"]
+            .iter()
+            .any(|class| code.code().starts_with(class)),
+        None => matches!(e, Error::Config(_) | Error::Protocol(_)),
+    }
+}
+
+struct SendTask {
+    job: Job,
+    db: Arc<Db>,
+    config: Config,
+    counters: Arc<Counters>,
+    finished: mpsc::UnboundedSender<Finished>,
+    abandon: watch::Receiver<bool>,
+    /// The place this send takes among `concurrency`; freed when the task ends.
+    _place: OwnedSemaphorePermit,
+}
+
+impl SendTask {
+    /// Runs one send to its end: its result, its timeout, a lost lease, or a shutdown
+    /// that abandons it. The send runs in a task of its own, so that a panic in it is
+    /// caught (the job is retried) and so that it can be aborted.
+    async fn run<S, F>(mut self, send: S)
+    where
+        S: FnOnce(Job) -> F,
+        F: Future<Output = Outcome> + Send + 'static,
+    {
+        let mut handle = tokio::spawn(send(self.job.clone()));
+        let timeout = sleep(self.config.send_timeout);
+        tokio::pin!(timeout);
+        // Renew the lease every half lease, from the claim on: a send that ends within
+        // half its lease costs no heartbeat.
+        let half = self.config.lease / 2;
+        let mut heartbeat = interval_at(Instant::now() + half, half);
+        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let outcome = loop {
+            tokio::select! {
+                joined = &mut handle => break match joined {
+                    Ok(outcome) => outcome,
+                    Err(e) if e.is_panic() => Outcome::retry("sendjobs-worker: the send panicked"),
+                    Err(_) => return,
+                },
+                _ = &mut timeout => {
+                    handle.abort();
+                    bump(&self.counters.timed_out, 1);
+                    break Outcome::retry(format!(
+                        "sendjobs-worker: send timed out after {:?}", self.config.send_timeout));
+                }
+                _ = heartbeat.tick() => match self.db.heartbeat(&self.job).await {
+                    Ok(Answer::Applied) => bump(&self.counters.heartbeats, 1),
+                    Ok(Answer::Stale) => {
+                        // Lost: the lease expired and another worker holds the job, or it
+                        // was cancelled. Stop the send; its result could not apply.
+                        handle.abort();
+                        bump(&self.counters.stale, 1);
+                        return;
+                    }
+                    Err(e) => {
+                        log::warn!("sendjobs-worker: heartbeat of job {} failed: {e}", self.job.id);
+                        bump(&self.counters.errors, 1);
+                    }
+                },
+                Ok(()) = self.abandon.changed() => {
+                    handle.abort();
+                    break Outcome::retry_after("sendjobs-worker: abandoned at shutdown", Default::default());
+                }
+            }
+        };
+        let _ = self.finished.send(Finished {
+            id: self.job.id,
+            generation: self.job.generation,
+            outcome,
+        });
+    }
+}
+
+/// Finalizes results as they come: the `sent` ones of the moment in one
+/// `sendjobs_finalize_batch`, the others one by one (each has its own error text).
+async fn finalize_loop(
+    db: Arc<Db>,
+    mut finished: mpsc::UnboundedReceiver<Finished>,
+    counters: Arc<Counters>,
+) {
+    const MOST_AT_ONCE: usize = 1000;
+    let mut ready = Vec::new();
+    while finished.recv_many(&mut ready, MOST_AT_ONCE).await > 0 {
+        let (sent, others): (Vec<Finished>, Vec<Finished>) =
+            ready.drain(..).partition(|f| f.outcome == Outcome::Sent);
+        let claims: Vec<(i64, i64)> = sent.iter().map(|f| (f.id, f.generation)).collect();
+        match claims.len() {
+            0 => {}
+            1 => finalize_one(&db, &counters, &sent[0]).await,
+            _ => match db.finalize_sent(&claims).await {
+                Ok(answers) => {
+                    for (_, answer) in answers {
+                        count(&counters, answer, &Outcome::Sent);
+                    }
+                }
+                Err(e) => {
+                    // One claim's stamp can fail the whole call (the guard in error mode):
+                    // finalize them one by one, so that only that one stays unfinished.
+                    log::warn!("sendjobs-worker: batch finalize failed, one by one now: {e}");
+                    for f in &sent {
+                        finalize_one(&db, &counters, f).await;
+                    }
+                }
+            },
+        }
+        for f in &others {
+            finalize_one(&db, &counters, f).await;
+        }
+    }
+}
+
+async fn finalize_one(db: &Db, counters: &Counters, f: &Finished) {
+    match db.finalize(f.id, f.generation, &f.outcome).await {
+        Ok(answer) => count(counters, answer, &f.outcome),
+        Err(e) => {
+            // The job stays in flight; it comes back when its lease expires, and gives up
+            // after max_attempts (the server's invariant 8).
+            log::warn!("sendjobs-worker: finalize of job {} failed: {e}", f.id);
+            bump(&counters.errors, 1);
+        }
+    }
+}
+
+fn count(counters: &Counters, answer: Answer, outcome: &Outcome) {
+    let counter = match (answer, outcome) {
+        (Answer::Stale, _) => &counters.stale,
+        (Answer::Applied, Outcome::Sent) => &counters.sent,
+        (Answer::Applied, Outcome::Failed { .. }) => &counters.failed,
+        (Answer::Applied, Outcome::Retry { .. }) => &counters.retried,
+    };
+    bump(counter, 1);
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM (what `systemctl stop`, `docker stop` and
+/// Kubernetes send): pass it to [`Worker::run`].
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

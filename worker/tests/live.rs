@@ -1,0 +1,500 @@
+//! The worker against the real extension: each test makes its own database in the
+//! server that `SENDJOBS_WORKER_TEST_DSN` names (a superuser's libpq connection string;
+//! scripts/test.sh starts a throwaway cluster for it and runs these with `--ignored`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sendjobs_worker::{Config, Job, Outcome, Shutdown, SqlState, Worker};
+use tokio::sync::oneshot;
+use tokio_postgres::{Client, NoTls};
+
+/// A fresh database with the extension; returns its connection string and a client.
+async fn database(name: &str) -> (String, Client) {
+    let base = std::env::var("SENDJOBS_WORKER_TEST_DSN").expect("SENDJOBS_WORKER_TEST_DSN");
+    let admin = connect(&format!("{base} dbname=postgres")).await;
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        admin.batch_execute(&sql).await.unwrap();
+    }
+    let dsn = format!("{base} dbname={name}");
+    let client = connect(&dsn).await;
+    client
+        .batch_execute("CREATE EXTENSION sendjobs")
+        .await
+        .unwrap();
+    (dsn, client)
+}
+
+async fn connect(dsn: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(dsn, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+async fn enqueue(client: &Client, count: i64) {
+    client
+        .execute(
+            "SELECT sendjobs_enqueue(jsonb_build_object('n', g), 'q') FROM generate_series(1, $1::int8) g",
+            &[&count],
+        )
+        .await
+        .unwrap();
+}
+
+async fn scalar(client: &Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+/// What the stand-in partner received: sends per (job id, generation).
+#[derive(Clone, Default)]
+struct Partner(Arc<Mutex<HashMap<(i64, i64), u32>>>);
+
+impl Partner {
+    fn record(&self, job: &Job) {
+        *self
+            .0
+            .lock()
+            .unwrap()
+            .entry((job.id, job.generation))
+            .or_default() += 1;
+    }
+    fn sends_of(&self, id: i64) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .keys()
+            .filter(|(job, _)| *job == id)
+            .count()
+    }
+    fn twice_under_one_generation(&self) -> Vec<(i64, i64)> {
+        let sends = self.0.lock().unwrap();
+        sends
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+}
+
+async fn wait_until(client: &Client, sql: &str, within: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if client.query_one(sql, &[]).await.unwrap().get::<_, bool>(0) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// 300 jobs; worker B stalls (its whole runtime blocked, heartbeats included) on its
+/// first job past the lease; worker A has its connection killed while a send runs.
+/// Every job must end sent with one event, nothing sent twice under one generation, B's
+/// late result refused as stale, and A's send that outlived its connection finalized.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn every_job_is_finished_once_through_a_killed_connection_and_a_stall() {
+    let (dsn, db) = database("worker_kill_and_stall").await;
+    enqueue(&db, 300).await;
+    let partner = Partner::default();
+    let lease = Duration::from_secs(2);
+
+    // Worker B: its own single-threaded runtime, blocked for 2.5 leases by its first send.
+    let (stop_b, stopped_b) = oneshot::channel::<()>();
+    let b = {
+        let (dsn, partner) = (dsn.clone(), partner.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let config = Config::new(dsn)
+                .queue("q")
+                .batch(1)
+                .concurrency(1)
+                .lease(lease)
+                .poll_interval(Duration::from_millis(100))
+                .application_name("worker-b");
+            let worker = Worker::new(config).unwrap();
+            let counters = worker.counters();
+            let stalled = Arc::new(AtomicBool::new(false));
+            let send = move |job: Job| {
+                let (partner, stalled) = (partner.clone(), stalled.clone());
+                async move {
+                    if !stalled.swap(true, Ordering::SeqCst) {
+                        std::thread::sleep(lease * 5 / 2); // blocks the runtime: no heartbeat
+                    }
+                    partner.record(&job);
+                    Outcome::Sent
+                }
+            };
+            runtime
+                .block_on(worker.run(send, async {
+                    stopped_b.await.ok();
+                }))
+                .unwrap();
+            counters.snapshot()
+        })
+    };
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) = 1 FROM send_jobs WHERE status = 'in_flight'",
+            Duration::from_secs(10)
+        )
+        .await
+    );
+    let stalled_id = scalar(&db, "SELECT id FROM send_jobs WHERE status = 'in_flight'").await;
+
+    // Worker A: 10 sends at once; the send of job 100 takes 1.5 s, and its connection is
+    // killed meanwhile.
+    let (stop_a, stopped_a) = oneshot::channel::<()>();
+    let killed_mid_send = Arc::new(tokio::sync::Notify::new());
+    let config = Config::new(dsn.clone())
+        .queue("q")
+        .batch(10)
+        .concurrency(10)
+        .lease(lease)
+        .poll_interval(Duration::from_millis(100))
+        .reconnect_backoff(Duration::from_millis(50), Duration::from_millis(400))
+        .application_name("worker-a");
+    let worker = Worker::new(config).unwrap();
+    let counters_a = worker.counters();
+    let send = {
+        let (partner, killed) = (partner.clone(), killed_mid_send.clone());
+        move |job: Job| {
+            let (partner, killed) = (partner.clone(), killed.clone());
+            async move {
+                if job.payload["n"] == 100 && job.attempts == 1 {
+                    killed.notify_one();
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                partner.record(&job);
+                Outcome::Sent
+            }
+        }
+    };
+    let a = tokio::spawn(worker.run(send, async {
+        stopped_a.await.ok();
+    }));
+    killed_mid_send.notified().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let killed = scalar(
+        &db,
+        "SELECT count(pg_terminate_backend(pid))::int8 FROM pg_stat_activity \
+                              WHERE application_name = 'worker-a'",
+    )
+    .await;
+    assert_eq!(killed, 1);
+
+    assert!(
+        wait_until(
+            &db,
+            "SELECT bool_and(status = 'sent') FROM send_jobs",
+            Duration::from_secs(60)
+        )
+        .await,
+        "every job sent"
+    );
+    stop_a.send(()).unwrap();
+    let counters_a = {
+        a.await.unwrap().unwrap();
+        counters_a.snapshot()
+    };
+    stop_b.send(()).unwrap();
+    let counters_b = b.join().unwrap();
+
+    assert_eq!(
+        scalar(&db, "SELECT count(*) FROM send_job_events").await,
+        300,
+        "one event per job"
+    );
+    assert_eq!(
+        scalar(&db, "SELECT count(DISTINCT job_id) FROM send_job_events").await,
+        300
+    );
+    assert_eq!(
+        partner.twice_under_one_generation(),
+        vec![],
+        "sent twice under one generation"
+    );
+    assert_eq!(
+        partner.sends_of(stalled_id),
+        2,
+        "the stalled job: by B, then by A after the lease"
+    );
+    assert!(
+        counters_b.stale >= 1,
+        "B's late finalize refused: {counters_b:?}"
+    );
+    assert!(counters_a.reconnects >= 1, "A reconnected: {counters_a:?}");
+    // The send that outlived its connection was finalized on the new one, on its first claim.
+    let attempts_100 = scalar(
+        &db,
+        "SELECT attempts::int8 FROM send_jobs WHERE payload->>'n' = '100'",
+    )
+    .await;
+    assert_eq!(attempts_100, 1);
+}
+
+/// Idle with a one-minute poll, the worker takes a job within a second of its enqueue:
+/// the wake-up, not the poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_wakeup_ends_the_idle_wait() {
+    let (dsn, db) = database("worker_wakeup").await;
+    db.batch_execute("SELECT sendjobs_notify('q', true)")
+        .await
+        .unwrap();
+    let config = Config::new(dsn)
+        .queue("q")
+        .poll_interval(Duration::from_secs(60));
+    let worker = Worker::new(config).unwrap();
+    let counters = worker.counters();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(worker.run(|_job| async { Outcome::Sent }, async {
+        stopped.await.ok();
+    }));
+    tokio::time::sleep(Duration::from_millis(500)).await; // the first claim found nothing
+    let enqueued = Instant::now();
+    enqueue(&db, 1).await;
+    assert!(
+        wait_until(
+            &db,
+            "SELECT bool_and(status = 'sent') FROM send_jobs",
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    assert!(enqueued.elapsed() < Duration::from_secs(2));
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    assert_eq!(counters.snapshot().wakeups, 1);
+}
+
+/// A job cancelled while its send runs: the next heartbeat answers stale and the send is
+/// stopped (its future dropped), not finalized.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_lost_job_stops_its_send() {
+    let (dsn, db) = database("worker_cancel").await;
+    enqueue(&db, 1).await;
+    let config = Config::new(dsn)
+        .queue("q")
+        .lease(Duration::from_millis(400));
+    let worker = Worker::new(config).unwrap();
+    let counters = worker.counters();
+    let dropped = Arc::new(AtomicBool::new(false));
+    struct OnDrop(Arc<AtomicBool>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let send = {
+        let dropped = dropped.clone();
+        move |_job: Job| {
+            let guard = OnDrop(dropped.clone());
+            async move {
+                let _guard = guard;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Outcome::Sent
+            }
+        }
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(worker.run(send, async {
+        stopped.await.ok();
+    }));
+    assert!(
+        wait_until(
+            &db,
+            "SELECT bool_and(status = 'in_flight') FROM send_jobs",
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT count(*) FROM send_jobs WHERE sendjobs_cancel(id) = 'applied'"
+        )
+        .await,
+        1
+    );
+    let start = Instant::now();
+    while !dropped.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(dropped.load(Ordering::SeqCst), "the send was stopped");
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    assert_eq!(counters.snapshot().stale, 1);
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT count(*) FROM send_job_events WHERE kind = 'cancelled'"
+        )
+        .await,
+        1
+    );
+}
+
+/// Shutdown: `Finish` lets a running send end and finalizes it; `Abandon` stops it and
+/// hands the job back, due now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn shutdown_finishes_or_abandons_running_sends() {
+    for (mode, name) in [
+        (Shutdown::Finish, "worker_finish"),
+        (Shutdown::Abandon, "worker_abandon"),
+    ] {
+        let (dsn, db) = database(name).await;
+        enqueue(&db, 1).await;
+        let config = Config::new(dsn).queue("q").shutdown(mode);
+        let worker = Worker::new(config).unwrap();
+        let send = |_job: Job| async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Outcome::Sent
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let run = tokio::spawn(worker.run(send, async {
+            stopped.await.ok();
+        }));
+        assert!(
+            wait_until(
+                &db,
+                "SELECT bool_and(status = 'in_flight') FROM send_jobs",
+                Duration::from_secs(5)
+            )
+            .await
+        );
+        let asked = Instant::now();
+        stop.send(()).unwrap();
+        run.await.unwrap().unwrap();
+        let row = db
+            .query_one(
+                "SELECT status, coalesce(last_error, ''), next_attempt_at <= now() FROM send_jobs",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (status, error, due): (String, String, bool) = (row.get(0), row.get(1), row.get(2));
+        match mode {
+            Shutdown::Finish => {
+                assert_eq!(status, "sent");
+                assert!(asked.elapsed() >= Duration::from_millis(1500));
+            }
+            Shutdown::Abandon => {
+                assert_eq!((status.as_str(), due), ("pending", true), "{error}");
+                assert!(error.contains("abandoned at shutdown"), "{error}");
+                assert!(asked.elapsed() < Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// A claim the server refuses for good (a batch above sendjobs.max_batch) stops the
+/// worker with the server's SQLSTATE, rather than retrying for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_refused_claim_is_an_error_with_its_sqlstate() {
+    let (dsn, _db) = database("worker_refused").await;
+    let worker = Worker::new(Config::new(dsn).batch(1_000_001).concurrency(1_000_001)).unwrap();
+    let run = worker.run(|_job| async { Outcome::Sent }, std::future::pending());
+    let error = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the worker stopped")
+        .unwrap_err();
+    assert_eq!(
+        error.sqlstate(),
+        Some(&SqlState::INVALID_PARAMETER_VALUE),
+        "{error}"
+    );
+}
+
+/// A call cut by a lost connection is made again on a new one: the finalize waits on a
+/// row lock the test holds, the test kills the worker's connection under it, and the
+/// finalize must apply once the lock is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_call_cut_by_a_lost_connection_is_made_again() {
+    let (dsn, db) = database("worker_cut_call").await;
+    let locker = connect(&dsn).await;
+    enqueue(&db, 1).await;
+    let config = Config::new(dsn)
+        .queue("q")
+        .reconnect_backoff(Duration::from_millis(50), Duration::from_millis(400))
+        .application_name("worker-cut");
+    let worker = Worker::new(config).unwrap();
+    let counters = worker.counters();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let send = {
+        let go = go.clone();
+        move |_job: Job| {
+            let go = go.clone();
+            async move {
+                go.notified().await;
+                Outcome::Sent
+            }
+        }
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(worker.run(send, async {
+        stopped.await.ok();
+    }));
+    assert!(
+        wait_until(
+            &db,
+            "SELECT bool_and(status = 'in_flight') FROM send_jobs",
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    locker
+        .batch_execute("BEGIN; SELECT FROM send_jobs FOR UPDATE")
+        .await
+        .unwrap();
+    go.notify_one();
+    let waiting = "SELECT count(*) = 1 FROM pg_stat_activity \
+                   WHERE application_name = 'worker-cut' AND wait_event_type = 'Lock'";
+    assert!(
+        wait_until(&db, waiting, Duration::from_secs(5)).await,
+        "the finalize waits"
+    );
+    let killed = scalar(
+        &db,
+        "SELECT count(pg_terminate_backend(pid))::int8 FROM pg_stat_activity \
+                              WHERE application_name = 'worker-cut'",
+    )
+    .await;
+    assert_eq!(killed, 1);
+    assert!(
+        wait_until(&db, waiting, Duration::from_secs(5)).await,
+        "made again, it waits again"
+    );
+    locker.batch_execute("COMMIT").await.unwrap();
+    assert!(
+        wait_until(
+            &db,
+            "SELECT bool_and(status = 'sent') FROM send_jobs",
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    let counters = counters.snapshot();
+    assert_eq!(
+        (counters.sent, counters.reconnects, counters.errors),
+        (1, 1, 0),
+        "{counters:?}"
+    );
+}
