@@ -7,7 +7,7 @@
 #      upgrade path;
 #   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation);
 #   5. the short chaos soak and the failover soak (scripts/soak.sh);
-#   6. the Rust worker (worker/) against the extension in a throwaway cluster.
+#   6. the Rust worker (workers/rust/) against the extension in a throwaway cluster.
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,7 @@ SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
 
 # The worker's tests need a server: built first, then run against a throwaway cluster
 # (its own database per test) with the package installed above.
-echo "== the Rust worker (worker/) =="
+echo "== the Rust worker (workers/rust/) =="
 cargo test -p sendjobs-worker --no-run
 python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
   'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-worker -- --include-ignored' \
