@@ -141,7 +141,7 @@ fn stamp_gave_up(client: &mut SpiClient<'_>, jobs: &[(Option<i64>, Option<String
 }
 
 /// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative, never
-/// shorter than `sendjobs.min_lease`.
+/// shorter than `sendjobs.min_lease`, never longer than `sendjobs.max_lease`.
 pub fn lease_or_default(lease: Option<Interval>) -> Result<Interval> {
     let lease = lease
         .unwrap_or_else(|| Interval::from_micros(i64::from(config::default_lease_ms()) * 1_000));
@@ -154,6 +154,14 @@ pub fn lease_or_default(lease: Option<Interval>) -> Result<Interval> {
     if micros < i128::from(min_ms) * 1_000 {
         return Err(SendJobsError::InvalidArgument(format!(
             "a lease must be at least sendjobs.min_lease ({min_ms} ms)"
+        )));
+    }
+    let max_ms = config::max_lease_ms();
+    if micros > i128::from(max_ms) * 1_000 {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "a lease must be at most sendjobs.max_lease ({max_ms} ms), got {} s; \
+             a number without a unit is read as seconds",
+            micros / 1_000_000
         )));
     }
     Ok(lease)

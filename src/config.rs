@@ -1,5 +1,5 @@
 //! The GUCs of sendjobs, each read through a typed accessor. Who may set each: the
-//! limits an operator puts on workers (`max_batch`, `min_lease`) and the guard's policy
+//! limits an operator puts on workers (`max_batch`, `min_lease`, `max_lease`) and the guard's policy
 //! (`guard_action`) only a superuser (or ALTER ROLE/DATABASE ... SET by one); what a
 //! worker or producer chooses for itself anyone. The `sendjobs.` prefix is reserved
 //! once the library is loaded: a misspelled name fails, and with the library preloaded
@@ -22,6 +22,7 @@ pub enum GuardAction {
 static DEFAULT_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(90_000);
 static MAX_BATCH: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static MIN_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static MAX_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(3_600_000);
 static GUARD_ACTION: GucSetting<GuardAction> = GucSetting::<GuardAction>::new(GuardAction::Skip);
 static RETRY_BACKOFF_BASE_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static RETRY_BACKOFF_MAX_MS: GucSetting<i32> = GucSetting::<i32>::new(3_600_000);
@@ -63,6 +64,17 @@ pub fn init() {
            22023: a lease that ends before the send does lets another worker send the job \
            again. A value without a unit is milliseconds.",
         &MIN_LEASE_MS,
+        GucContext::Suset,
+    );
+    define_ms(
+        c"sendjobs.max_lease",
+        c"Longest lease a claim or heartbeat may ask for (superuser only).",
+        c"A longer lease, given or from sendjobs.default_lease, fails with SQLSTATE \
+           22023. A job whose worker died waits for its lease to end; and a lease given as \
+           a bare number is read as seconds, so a lease meant in milliseconds would \
+           otherwise hold a job a thousand times longer without a word. Heartbeats keep \
+           a long send's lease short. A value without a unit is milliseconds.",
+        &MAX_LEASE_MS,
         GucContext::Suset,
     );
     GucRegistry::define_int_guc(
@@ -136,6 +148,10 @@ pub fn retry_backoff_max_ms() -> i32 {
 
 pub fn default_max_attempts() -> i32 {
     DEFAULT_MAX_ATTEMPTS.get()
+}
+
+pub fn max_lease_ms() -> i32 {
+    MAX_LEASE_MS.get()
 }
 
 pub fn min_lease_ms() -> i32 {

@@ -268,6 +268,7 @@ SET sendjobs.default_lease = '30s';
 SET sendjobs.retry_backoff_base = '1s';
 SET sendjobs.max_batch = 5000;            -- 42501
 SET sendjobs.min_lease = 0;               -- 42501
+SET sendjobs.max_lease = '1d';            -- 42501
 SET sendjobs.guard_action = error;        -- 42501
 RESET ROLE;
 RESET sendjobs.default_lease;
@@ -285,6 +286,18 @@ SET sendjobs.default_lease = '5s';
 SELECT * FROM sendjobs_claim(1);               -- 22023
 RESET sendjobs.default_lease;
 RESET sendjobs.min_lease;
+-- And its ceiling (1 hour by default): longer leases are refused, among them a bare
+-- number meant as milliseconds, which Postgres reads as seconds (node-postgres sends a
+-- lease of 5000 as the text '5000': 83 minutes).
+SELECT * FROM sendjobs_claim(1, '5000');       -- 22023
+SELECT sendjobs_heartbeat(1, 1, '2 hours');    -- 22023
+SET sendjobs.default_lease = '2h';
+SELECT * FROM sendjobs_claim(1);               -- 22023
+RESET sendjobs.default_lease;
+BEGIN;
+SET LOCAL sendjobs.max_lease = '2h';
+SELECT count(*) AS claimed_for_83_minutes FROM sendjobs_claim(1, '5000');
+ROLLBACK;
 -- With the library preloaded, a bad value fails at SET time as a session's first
 -- statement too (without it, Postgres would keep it as a placeholder until the load).
 ALTER DATABASE :"DBNAME" SET session_preload_libraries = 'sendjobs';
