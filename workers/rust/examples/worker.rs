@@ -14,8 +14,8 @@ async fn send(job: Job) -> Outcome {
         // Sending it again would not help: fail the job (its error stays in last_error).
         return Outcome::failed("the payload has no \"to\"");
     };
-    // A real partner call goes here, with (job.id, job.generation) or the job's
-    // idempotency key, so that the partner can drop the repeat of an at-least-once send.
+    // A real partner call goes here, with the job's idempotency key (or "sendjobs-{id}"),
+    // so that the partner can drop the repeat of an at-least-once send.
     tokio::time::sleep(Duration::from_millis(50)).await;
     println!(
         "sent job {} (attempt {} of {}) to {to}: {}",

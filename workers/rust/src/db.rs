@@ -50,7 +50,7 @@ impl Statements {
         let s = format!("\"{}\"", schema.replace('"', "\"\""));
         Self {
             claim: format!(
-                "SELECT id, claim_generation, queue, payload, attempts, max_attempts, transaction_id \
+                "SELECT id, claim_generation, queue, payload, attempts, max_attempts, transaction_id, idempotency_key \
                    FROM {s}.sendjobs_claim($1, pg_catalog.make_interval(secs => $2), $3)"
             ),
             heartbeat: format!(
@@ -218,6 +218,7 @@ impl Db {
                     attempts: row.try_get(4)?,
                     max_attempts: row.try_get(5)?,
                     transaction_id: row.try_get(6)?,
+                    idempotency_key: row.try_get(7)?,
                 })
             })
             .collect()

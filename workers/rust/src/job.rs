@@ -6,9 +6,8 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Job {
     pub id: i64,
-    /// This claim's fencing token (`claim_generation`). A partner that can deduplicate
-    /// should get `(id, generation)` or the job's `idempotency_key`: a job is sent again
-    /// only under a new generation, after its lease expired (at-least-once).
+    /// This claim's fencing token (`claim_generation`): it names this attempt. A job is
+    /// sent again only under a new generation, after its lease expired (at-least-once).
     pub generation: i64,
     pub queue: String,
     pub payload: serde_json::Value,
@@ -17,6 +16,9 @@ pub struct Job {
     pub max_attempts: i32,
     /// The business row the job belongs to, if it was enqueued with one.
     pub transaction_id: Option<String>,
+    /// The key it was enqueued with, if any: what a partner should deduplicate on (the
+    /// same for every attempt of the job; `sendjobs-{id}` is a fallback).
+    pub idempotency_key: Option<String>,
 }
 
 impl Job {

@@ -16,8 +16,8 @@
 //! use sendjobs_worker::{Config, Job, Outcome, Worker};
 //!
 //! async fn send(job: Job) -> Outcome {
-//!     // Call the partner with job.payload; give it (job.id, job.generation) or the
-//!     // job's idempotency key, so that it can drop a repeat (delivery is at-least-once).
+//!     // Call the partner with job.payload and, as its idempotency key, the job's
+//!     // (or "sendjobs-{id}"), so that it can drop a repeat (delivery is at-least-once).
 //!     match deliver(&job.payload).await {
 //!         Ok(()) => Outcome::Sent,
 //!         Err(e) if e.is_permanent() => Outcome::failed(e.to_string()),
