@@ -9,7 +9,11 @@ PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_apt=()
-for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config python3-psycopg2; do
+# python3-psycopg (psycopg 3) and pgbouncer: the example workers and their test
+# (tests/workers/check.py, directly and through PgBouncer); nodejs and npm for the
+# TypeScript worker, unless a Node.js is installed already.
+for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config python3-psycopg2 \
+           python3-psycopg pgbouncer $(command -v npm >/dev/null || echo nodejs npm); do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -27,4 +31,12 @@ fi
 
 if ! grep -q "pg15" "$HOME/.pgrx/config.toml" 2>/dev/null; then
   cargo pgrx init --pg15 "$PG_CONFIG"
+fi
+
+# The TypeScript worker's dependencies (pinned in workers/node/package-lock.json) and its
+# build, when the lock file or the source changed since the last build.
+node_dir="$(dirname "${BASH_SOURCE[0]}")/../workers/node"
+if [ ! -f "$node_dir/dist/worker.js" ] || [ -n "$(find "$node_dir/package-lock.json" "$node_dir/src" -newer "$node_dir/dist/worker.js" 2>/dev/null)" ]; then
+  echo "setup: building the TypeScript worker (npm ci, tsc)"
+  (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 fi

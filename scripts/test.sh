@@ -7,7 +7,8 @@
 #      upgrade path;
 #   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation);
 #   5. the short chaos soak and the failover soak (scripts/soak.sh);
-#   6. the Rust worker (workers/rust/) against the extension in a throwaway cluster.
+#   6. the workers (workers/): the Python and TypeScript ones, directly and through
+#      PgBouncer; the Rust crate's tests; each against a throwaway cluster.
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,10 @@ echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
 
+# The example workers in Python and TypeScript, directly and through PgBouncer.
+echo "== the Python and TypeScript workers (tests/workers/check.py) =="
+python3 tests/cluster.py run --name sendjobs-workers -- /usr/bin/python3 tests/workers/check.py 2>&1 | tee -a "$log"
+
 # The worker's tests need a server: built first, then run against a throwaway cluster
 # (its own database per test) with the package installed above.
 echo "== the Rust worker (workers/rust/) =="
@@ -58,4 +63,5 @@ python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
 # scenario and each soak count as one test; a failing one has already stopped the script).
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{s += $1 + $2} END {print s + 0}')
-echo "sendjobs: $((pgrx_passed + sql_passed + 3)) passed, 0 failed"
+workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer):' "$log" || true)
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + 3)) passed, 0 failed"

@@ -22,7 +22,8 @@ class Partner:
       flaky     500 for its first k requests (k = 1..3), then 200
       down      500 always (the job ends `failed` through retries and max_attempts)
       rejected  422 always (the worker finalizes `failed` at once)
-    A request may ask for a slow answer (header X-Delay) to exercise heartbeats.
+    A request may ask for a slow answer (header X-Delay, or a "delay" in the job's payload,
+    seconds) to exercise heartbeats.
     The record (`requests`) is this process's memory: it survives database crashes.
     """
 
@@ -39,7 +40,9 @@ class Partner:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 code = partner.decide(body, t, self.headers)
-                delay = float(self.headers.get("X-Delay") or 0)
+                payload = body.get("payload")
+                delay = float(self.headers.get("X-Delay")
+                              or (payload.get("delay") if isinstance(payload, dict) else 0) or 0)
                 if delay > 0:
                     time.sleep(delay)
                 reply = json.dumps({"ok": code == 200, "code": code}).encode()

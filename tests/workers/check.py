@@ -1,0 +1,201 @@
+"""The example workers of workers/ (Python, TypeScript/Node) against the real extension,
+once directly and once through PgBouncer in transaction mode.
+
+Runs inside a throwaway cluster (scripts/test.sh: `tests/cluster.py run -- python3
+tests/workers/check.py`). For each worker and each route, in a database of its own:
+
+  * 300 jobs, each with a business transaction id, to the stand-in partner of the soak
+    (tests/soak/partner.py: some transactions are refused for good, some fail a few
+    times, some always), max_attempts 3 and a short retry backoff;
+  * worker B (batch 1) takes the first job, whose send the partner holds for a second,
+    and is stopped (SIGSTOP) while it sends: no heartbeat, its lease of 2 s expires;
+  * worker A (batch 10) takes the rest, and B's job after its lease; while A sends a
+    job the partner holds for 1.5 s, A's connection is killed (pg_terminate_backend
+    directly; through the pooler, its admin console's KILL, then RESUME);
+  * B is resumed once A has finished its job: B's late result must be refused (stale);
+  * once every job is finished, both get SIGTERM and must exit 0 within 10 s.
+
+Asserted: every job finished (sent or failed) with exactly one event of its kind;
+nothing sent twice under one generation; B's job sent by B, then by A under a new
+generation; B counted a stale answer; A reconnected; the send that outlived A's
+connection was finalized on the new one (its job needed one attempt).
+
+    python3 tests/workers/check.py [--workers python,node] [--routes direct,pgbouncer]
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import psycopg
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from cluster import as_owner, free_port, IS_ROOT  # noqa: E402
+from soak.partner import Partner  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WORKERS = {
+    "python": ["/usr/bin/python3", "-u", os.path.join(ROOT, "workers/python/sendjobs_worker.py")],
+    "node": ["node", os.path.join(ROOT, "workers/node/dist/worker.js")],
+}
+JOBS = 300
+LEASE_SECONDS = 2
+
+
+class PgBouncer:
+    """Debian's PgBouncer in transaction mode, in front of the cluster, on a free port."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sendjobs-pgbouncer.")
+        self.port = free_port()
+        ini = os.path.join(self.dir, "pgbouncer.ini")
+        with open(os.path.join(self.dir, "users.txt"), "w") as f:
+            f.write('"postgres" ""\n')
+        with open(ini, "w") as f:
+            f.write(f"""[databases]
+* = host={os.environ['PGHOST']} port={os.environ['PGPORT']}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {self.port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {self.dir}/users.txt
+admin_users = postgres
+pool_mode = transaction
+max_client_conn = 100
+default_pool_size = 10
+logfile = {self.dir}/pgbouncer.log
+""")
+        if IS_ROOT:
+            subprocess.run(["chown", "-R", "postgres:postgres", self.dir], check=True)
+        self.process = subprocess.Popen(as_owner(["/usr/sbin/pgbouncer", "--quiet", ini]))
+        for _ in range(100):
+            if subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]).returncode == 0:
+                return
+            time.sleep(0.1)
+        raise RuntimeError("pgbouncer did not start")
+
+    def admin(self, command):
+        subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                        "-d", "pgbouncer", "-c", command], check=True, capture_output=True)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def wait_until(conn, query, within, what):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if conn.execute(query).fetchone()[0]:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def scenario(worker, route, partner, bouncer):
+    name = f"workers_{worker}_{route}"
+    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+        # The retry backoff for this database only: a SET on a pooled connection would leak.
+        admin.execute(f"ALTER DATABASE {name} SET sendjobs.retry_backoff_base = '100ms'")
+    db = psycopg.connect(dbname=name, autocommit=True)
+    db.execute("CREATE EXTENSION sendjobs")
+    # Job 1 (B's) and job 50 (killed mid-send) are held by the partner for a while, and
+    # belong to transactions the partner accepts at once.
+    txns = []
+    for g in range(1, JOBS + 1):
+        txn, k = f"{name}-{g}", 0
+        while g in (1, 50) and partner.temperament(txn)[0] != "ok":
+            k += 1
+            txn = f"{name}-{g}-{k}"
+        txns.append(txn)
+    payloads = [json.dumps({"delay": {1: 1.0, 50: 1.5}[g]} if g in (1, 50) else {}) for g in range(1, JOBS + 1)]
+    db.execute("""SELECT sendjobs_enqueue(p::jsonb, 'q', transaction_id => t, max_attempts => 3)
+                    FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(p, t, n) ORDER BY n""",
+               (payloads, txns))
+    # URLs: both libpq (psycopg) and node-postgres read them.
+    if route == "direct":
+        dsn = f"postgresql://postgres@/{name}?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}"
+    else:
+        dsn = f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}"
+
+    def start(tag, batch):
+        env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH=str(batch),
+                   LEASE_SECONDS=str(LEASE_SECONDS), POLL_SECONDS="0.2",
+                   LISTEN="1" if route == "direct" else "0", WORKER_NAME=f"{name}-{tag}")
+        return subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+
+    b = start("b", 1)
+    wait_until(db, "SELECT count(*) = 1 FROM send_jobs WHERE id = 1 AND status = 'in_flight'", 15, "B's claim")
+    time.sleep(0.3)  # B is inside its send now (the partner holds it for 1 s)
+    b.send_signal(signal.SIGSTOP)
+    a = start("a", 10)
+    try:
+        wait_until(db, "SELECT status = 'in_flight' FROM send_jobs WHERE id = 50", 30, "A sending job 50")
+        time.sleep(0.3)
+        if route == "direct":
+            killed = db.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                "WHERE application_name = %s", (f"{name}-a",)).fetchone()[0]
+            assert killed >= 1, "A's connection was not found"
+        else:
+            bouncer.admin(f"KILL {name}")
+            bouncer.admin(f"RESUME {name}")
+        wait_until(db, "SELECT status <> 'in_flight' AND claim_generation = 2 FROM send_jobs WHERE id = 1",
+                   30, "A to finish B's job")
+    finally:
+        b.send_signal(signal.SIGCONT)
+    wait_until(db, "SELECT bool_and(status IN ('sent', 'failed')) FROM send_jobs", 90, "every job finished")
+    counters = {}
+    for tag, process in (("a", a), ("b", b)):
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=10)
+        assert process.returncode == 0, f"worker {tag} exited with {process.returncode}"
+        counters[tag] = json.loads(out.strip().splitlines()[-1])
+
+    jobs = db.execute("""SELECT count(*), count(*) FILTER (WHERE e.kind = j.status), count(DISTINCT e.job_id),
+                                count(*) FILTER (WHERE j.status = 'failed')
+                           FROM send_jobs j LEFT JOIN send_job_events e ON e.job_id = j.id""").fetchone()
+    assert jobs[:3] == (JOBS, JOBS, JOBS), f"jobs, events of their kind, jobs with an event: {jobs}"
+    sends = [(r["job"], r["gen"]) for r in partner.requests if r["worker"].startswith(name)]
+    twice = {s for s in sends if sends.count(s) > 1}
+    assert not twice, f"sent twice under one generation: {sorted(twice)}"
+    assert sorted(g for j, g in sends if j == 1)[:2] == [1, 2], "job 1: by B, then by A"
+    assert counters["b"]["stale"] >= 1, f"B's late result was not refused: {counters['b']}"
+    assert counters["a"]["reconnects"] >= 1, f"A did not reconnect: {counters['a']}"
+    job_50 = db.execute("SELECT status, attempts FROM send_jobs WHERE id = 50").fetchone()
+    assert job_50 == ("sent", 1) and [g for j, g in sends if j == 50] == [1], \
+        f"job 50, cut mid-send, was not finalized on A's new connection: {job_50}"
+    db.close()
+    print(f"   {worker} {route}: {JOBS} jobs, {jobs[3]} failed for good, {len(sends)} sends; "
+          f"A {counters['a']}; B {counters['b']}", flush=True)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workers", default="python,node")
+    p.add_argument("--routes", default="direct,pgbouncer")
+    a = p.parse_args(argv)
+    partner = Partner(seed=7)
+    partner.start()
+    bouncer = PgBouncer() if "pgbouncer" in a.routes else None
+    try:
+        for worker in a.workers.split(","):
+            for route in a.routes.split(","):
+                scenario(worker, route, partner, bouncer)
+    finally:
+        if bouncer:
+            bouncer.stop()
+        partner.stop()
+    print("workers: every check passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

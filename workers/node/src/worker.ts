@@ -1,0 +1,249 @@
+// A sendjobs worker in TypeScript on node-postgres (pg), nothing else.
+//
+// Claims jobs in batches, sends each to a partner over HTTP (fetch), heartbeats every
+// half lease while a send runs (and aborts the send if the job is lost), finalizes the
+// sent results in one sendjobs_finalize_batch and the others one by one, wakes on
+// NOTIFY sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or SIGINT
+// stops claiming, lets the running sends finish, finalizes them and exits, printing its
+// counters as one JSON line.
+//
+//   npm ci && npm run build
+//   DATABASE_URL=postgres://app_worker@/app?host=/var/run/postgresql \
+//   PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 node dist/worker.js
+//
+// Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
+// LEASE_SECONDS (30), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
+// mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
+// WORKER_NAME (the connection's application_name).
+//
+// What node-postgres needs told, and is told here:
+//  * every parameter goes as text, and Postgres reads a bare number as an interval of
+//    seconds: a lease of 5000 meant as milliseconds would be 83 minutes. The lease goes
+//    as seconds through make_interval(secs => $n), so its unit is in the SQL;
+//  * bigint columns (id, claim_generation) come back as strings, which is right: an id
+//    above 2^53 would lose digits as a number. They go back as they came;
+//  * the statements have no name: unnamed statements work behind PgBouncer in
+//    transaction mode, named ones do not;
+//  * nothing is SET on the connection (a SET leaks to the next client of a pooled
+//    connection): the lease goes with every call;
+//  * a client whose connection drops while idle emits 'error': without a listener the
+//    process would crash.
+
+import { Client, ClientConfig } from "pg";
+
+type Outcome = { outcome: "sent" | "failed" | "retry"; error: string | null };
+type Job = {
+  id: string;
+  claim_generation: string;
+  transaction_id: string | null;
+  idempotency_key: string | null;
+  payload: unknown;
+};
+type Send = (job: Job, signal: AbortSignal) => Promise<Outcome>;
+
+const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A lost connection (no code, a system error such as ECONNRESET, SQLSTATE class 08, or
+// the server shutting the session down): the call is made again on a new connection.
+// Any other error is the caller's.
+const connectionLost = (e: any) =>
+  !e.code || /^E[A-Z]/.test(e.code) || e.code.startsWith("08") || ["57P01", "57P02", "57P03"].includes(e.code);
+
+export class Worker {
+  counters = { claimed: 0, sent: 0, failed: 0, retried: 0, stale: 0, heartbeats: 0, wakeups: 0, reconnects: 0, errors: 0 };
+  private client: Client | null = null;
+  private stopping = false;
+  private wake: (() => void) | null = null;
+  private sql: Record<"claim" | "heartbeat" | "finalize" | "finalizeSent", string>;
+
+  constructor(
+    private connection: ClientConfig,
+    private send: Send,
+    private options: { queue: string | null; batch: number; leaseSeconds: number; pollSeconds: number; listen: boolean; schema: string },
+  ) {
+    if (!(options.leaseSeconds > 0)) throw new RangeError("leaseSeconds must be a positive number of seconds");
+    const s = ident(options.schema);
+    const lease = "pg_catalog.make_interval(secs => $LEASE::float8)";
+    this.sql = {
+      claim: `SELECT id, claim_generation, transaction_id, idempotency_key, payload
+                FROM ${s}.sendjobs_claim($1::int4, ${lease.replace("$LEASE", "$2")}, $3::text)`,
+      heartbeat: `SELECT ${s}.sendjobs_heartbeat($1::int8, $2::int8, ${lease.replace("$LEASE", "$3")}) AS answer`,
+      finalize: `SELECT ${s}.sendjobs_finalize($1::int8, $2::int8, $3::text, $4::text) AS answer`,
+      finalizeSent: `SELECT id, result FROM ${s}.sendjobs_finalize_batch($1::int8[], $2::int8[], 'sent')`,
+    };
+  }
+
+  private async connect(): Promise<Client> {
+    const client = new Client(this.connection);
+    client.on("error", () => {}); // a drop while idle: the next call notices and reconnects
+    // The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
+    client.on("notice", (n) => console.error(`sendjobs-worker: server ${n.severity}: ${n.message}`));
+    await client.connect();
+    return client;
+  }
+
+  // One statement; after a lost connection, again on a new one (every call is fenced by
+  // id and generation, so making it twice changes nothing the first did not).
+  private async call(text: string, values: unknown[]): Promise<any[]> {
+    let delay = 100;
+    for (;;) {
+      try {
+        this.client ??= await this.connect();
+        return (await this.client.query(text, values)).rows;
+      } catch (e: any) {
+        if (!connectionLost(e)) throw e;
+        console.error(`sendjobs-worker: connection lost (${e.message}); again in ${delay} ms`);
+        this.client?.end().catch(() => {});
+        this.client = null;
+        this.counters.reconnects++;
+        await sleep(delay);
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+
+  // A connection of its own for LISTEN: notifications arrive on it between calls.
+  private async listenForWakeups() {
+    while (!this.stopping) {
+      try {
+        const listener = await this.connect();
+        const closed = new Promise((resolve) => listener.once("end", resolve));
+        listener.on("notification", (note) => {
+          if (this.options.queue === null || note.payload === this.options.queue) {
+            this.counters.wakeups++;
+            this.wake?.();
+          }
+        });
+        await listener.query("LISTEN sendjobs_wakeup");
+        this.wake?.(); // anything enqueued while we were not listening
+        await closed;
+      } catch (e: any) {
+        console.error(`sendjobs-worker: wake-up connection: ${e.message}`);
+      }
+      await sleep(1000);
+    }
+  }
+
+  // The send of one job under heartbeats: its outcome, or null if the job was lost.
+  private async runOne(job: Job): Promise<Outcome | null> {
+    const abort = new AbortController();
+    const sending = this.send(job, abort.signal).catch(
+      (e: any): Outcome => ({ outcome: "retry", error: `send threw ${e}` }),
+    );
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const beat = new Promise<"beat">((resolve) => (timer = setTimeout(() => resolve("beat"), (this.options.leaseSeconds * 1000) / 2)));
+      const first = await Promise.race([sending, beat]);
+      clearTimeout(timer);
+      if (first !== "beat") return first;
+      const [{ answer }] = await this.call(this.sql.heartbeat, [job.id, job.claim_generation, this.options.leaseSeconds]);
+      if (answer === "stale") {
+        // The lease expired and another worker holds the job, or it was cancelled.
+        abort.abort();
+        this.counters.stale++;
+        return null;
+      }
+      this.counters.heartbeats++;
+    }
+  }
+
+  private async finalize(results: [Job, Outcome][]) {
+    const sent = results.filter(([, o]) => o.outcome === "sent").map(([job]) => job);
+    if (sent.length > 0) {
+      const rows = await this.call(this.sql.finalizeSent, [sent.map((j) => j.id), sent.map((j) => j.claim_generation)]);
+      for (const { result } of rows) result === "applied" ? this.counters.sent++ : this.counters.stale++;
+    }
+    for (const [job, { outcome, error }] of results) {
+      if (outcome === "sent") continue;
+      const [{ answer }] = await this.call(this.sql.finalize, [job.id, job.claim_generation, outcome, error]);
+      if (answer !== "applied") this.counters.stale++;
+      else if (outcome === "failed") this.counters.failed++;
+      else this.counters.retried++;
+    }
+  }
+
+  async run() {
+    const stop = () => {
+      this.stopping = true;
+      this.wake?.();
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+    this.client = await this.connect(); // the first connection fails fast (a wrong password)
+    if (this.options.listen) void this.listenForWakeups();
+    const { queue, batch, leaseSeconds, pollSeconds } = this.options;
+    while (!this.stopping) {
+      let woken = false;
+      const idle = new Promise<void>((resolve) => (this.wake = () => ((woken = true), resolve())));
+      const jobs: Job[] = await this.call(this.sql.claim, [batch, leaseSeconds, queue]);
+      this.counters.claimed += jobs.length;
+      if (jobs.length > 0) {
+        // A signal now stops the claims, not these sends: they finish, and are finalized.
+        const outcomes = await Promise.all(jobs.map((job) => this.runOne(job)));
+        await this.finalize(jobs.flatMap((job, i) => (outcomes[i] ? [[job, outcomes[i]] as [Job, Outcome]] : [])));
+      }
+      if (jobs.length < batch && !woken && !this.stopping) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([idle, new Promise((resolve) => (timer = setTimeout(resolve, pollSeconds * 1000)))]);
+        clearTimeout(timer);
+      }
+    }
+    this.wake = null;
+    await this.client?.end().catch(() => {});
+    return this.counters;
+  }
+}
+
+// A send to a partner's HTTP endpoint: 2xx is sent, 4xx refused for good (failed),
+// anything else retried. The job id is the idempotency key unless the job has its own:
+// a job is sent again only under a new generation, after its lease expired.
+export function httpSend(partnerUrl: string, workerName: string): Send {
+  return async (job, signal) => {
+    try {
+      const response = await fetch(partnerUrl, {
+        method: "POST",
+        signal,
+        headers: {
+          "Content-Type": "application/json",
+          "X-Worker": workerName,
+          "Idempotency-Key": job.idempotency_key ?? `sendjobs-${job.id}`,
+        },
+        body: JSON.stringify({
+          job_id: job.id,
+          claim_generation: job.claim_generation,
+          transaction_id: job.transaction_id,
+          payload: job.payload,
+        }),
+      });
+      if (response.ok) return { outcome: "sent", error: null };
+      const error = `partner answered HTTP ${response.status}`;
+      return { outcome: response.status >= 400 && response.status < 500 ? "failed" : "retry", error };
+    } catch (e: any) {
+      return { outcome: "retry", error: `partner unreachable: ${e.message}` };
+    }
+  };
+}
+
+async function main() {
+  const env = process.env;
+  const name = env.WORKER_NAME ?? "sendjobs-worker-node";
+  const worker = new Worker({ connectionString: env.DATABASE_URL, application_name: name }, httpSend(env.PARTNER_URL ?? "", name), {
+    queue: env.QUEUE || null,
+    batch: Number(env.BATCH ?? "10"),
+    leaseSeconds: Number(env.LEASE_SECONDS ?? "30"),
+    pollSeconds: Number(env.POLL_SECONDS ?? "5"),
+    listen: (env.LISTEN ?? "1") === "1",
+    schema: env.SCHEMA ?? "public",
+  });
+  const counters = await worker.run();
+  console.log(JSON.stringify(counters));
+  process.exit(0);
+}
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(`sendjobs-worker: ${e.message} (SQLSTATE ${e.code ?? "none"})`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,210 @@
+"""A sendjobs worker in Python: psycopg 3 and asyncio, nothing else.
+
+Claims jobs in batches, sends each to a partner over HTTP in a task of its own,
+heartbeats every half lease while a send runs (and stops the send if the job is lost),
+finalizes the sent results in one sendjobs_finalize_batch and the others one by one,
+wakes on NOTIFY sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or
+SIGINT stops claiming, lets the running sends finish, finalizes them and exits, printing
+its counters as one JSON line.
+
+    DATABASE_URL="host=/var/run/postgresql dbname=app user=app_worker" \\
+    PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 \\
+        python3 workers/python/sendjobs_worker.py
+
+Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
+LEASE_SECONDS (30), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
+mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
+WORKER_NAME (the connection's application_name).
+
+What psycopg 3 needs told, and is told here:
+  * the lease is a datetime.timedelta, which psycopg sends as an interval (a bare int
+    would go as a smallint, and sendjobs_claim(smallint, smallint, unknown) does not exist);
+  * prepare_threshold=None: no named prepared statements, which PgBouncer 1.18 in
+    transaction mode breaks;
+  * autocommit: each call is its own transaction, as the functions expect, and no
+    transaction stays open across a send;
+  * nothing is SET on the connection (a SET leaks to the next client of a pooled
+    connection): the lease goes with every call.
+"""
+
+import asyncio
+import datetime
+import json
+import logging
+import os
+import signal
+import sys
+import urllib.error
+import urllib.request
+
+import psycopg
+from psycopg import sql
+
+log = logging.getLogger("sendjobs_worker")
+
+
+class Worker:
+    def __init__(self, dsn, send, *, queue=None, batch=10, lease=datetime.timedelta(seconds=30),
+                 poll=5.0, listen=True, schema="public", name="sendjobs-worker-py"):
+        if not isinstance(lease, datetime.timedelta):
+            raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
+        self.dsn, self.send, self.queue, self.batch = dsn, send, queue, batch
+        self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
+        fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
+        self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
+                                 "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
+        self.sql_heartbeat = sql.SQL("SELECT {}(%s, %s, %s)").format(fn("sendjobs_heartbeat"))
+        self.sql_finalize = sql.SQL("SELECT {}(%s, %s, %s, %s)").format(fn("sendjobs_finalize"))
+        self.sql_finalize_sent = sql.SQL("SELECT id, result FROM {}(%s, %s, 'sent')").format(
+            fn("sendjobs_finalize_batch"))
+        self.conn = None
+        self.stopping = asyncio.Event()
+        self.wakeup = asyncio.Event()
+        self.counters = dict.fromkeys(["claimed", "sent", "failed", "retried", "stale",
+                                       "heartbeats", "wakeups", "reconnects", "errors"], 0)
+
+    # -- the connection ---------------------------------------------------------------
+
+    async def connect(self):
+        conn = await psycopg.AsyncConnection.connect(
+            self.dsn, autocommit=True, prepare_threshold=None, application_name=self.name)
+        # The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
+        conn.add_notice_handler(lambda d: log.warning("server %s: %s", d.severity, d.message_primary))
+        return conn
+
+    async def call(self, query, params):
+        """Runs one statement; after a lost connection, again on a new one (every call is
+        fenced by id and generation, so making it twice changes nothing the first did not)."""
+        delay = 0.1
+        while True:
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = await self.connect()
+                async with self.conn.cursor() as cur:
+                    await cur.execute(query, params)
+                    return await cur.fetchall()
+            except psycopg.OperationalError as e:  # lost connection, server shutting down
+                log.warning("connection lost (%s); again in %.1f s", e, delay)
+                self.conn = None
+                self.counters["reconnects"] += 1
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def listen_for_wakeups(self):
+        """A connection of its own for LISTEN: notifications arrive on it between calls."""
+        while not self.stopping.is_set():
+            try:
+                async with await self.connect() as conn:
+                    await conn.execute("LISTEN sendjobs_wakeup")
+                    self.wakeup.set()  # anything enqueued while we were not listening
+                    async for note in conn.notifies():
+                        if self.queue is None or note.payload == self.queue:
+                            self.counters["wakeups"] += 1
+                            self.wakeup.set()
+            except psycopg.OperationalError as e:
+                log.warning("wake-up connection lost (%s)", e)
+                await asyncio.sleep(1.0)
+
+    # -- one job ----------------------------------------------------------------------
+
+    async def run_one(self, job):
+        """The send of one job under heartbeats: its outcome, or None if the job was lost."""
+        send = asyncio.create_task(self.send(job))
+        while True:
+            done, _ = await asyncio.wait({send}, timeout=self.lease.total_seconds() / 2)
+            if done:
+                try:
+                    return send.result()
+                except Exception as e:  # a send that raises is retried
+                    return ("retry", f"send raised {e!r}")
+            [(answer,)] = await self.call(self.sql_heartbeat, (job["id"], job["generation"], self.lease))
+            if answer == "stale":  # the lease expired and another worker holds it, or cancelled
+                send.cancel()
+                self.counters["stale"] += 1
+                return None
+            self.counters["heartbeats"] += 1
+
+    async def finalize(self, results):
+        sent = [job for job, outcome in results if outcome[0] == "sent"]
+        if sent:
+            rows = await self.call(self.sql_finalize_sent,
+                                   ([j["id"] for j in sent], [j["generation"] for j in sent]))
+            for _, answer in rows:
+                self.counters["sent" if answer == "applied" else "stale"] += 1
+        for job, (outcome, error) in results:
+            if outcome == "sent":
+                continue
+            [(answer,)] = await self.call(self.sql_finalize, (job["id"], job["generation"], outcome, error))
+            key = {"failed": "failed", "retry": "retried"}[outcome]
+            self.counters[key if answer == "applied" else "stale"] += 1
+
+    # -- the loop ---------------------------------------------------------------------
+
+    async def run(self):
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stopping.set)
+        self.conn = await self.connect()  # the first connection fails fast (a wrong password)
+        listener = asyncio.create_task(self.listen_for_wakeups()) if self.listen else None
+        while not self.stopping.is_set():
+            self.wakeup.clear()
+            rows = await self.call(self.sql_claim, (self.batch, self.lease, self.queue))
+            jobs = [dict(zip(("id", "generation", "transaction_id", "idempotency_key", "payload"), r))
+                    for r in rows]
+            self.counters["claimed"] += len(jobs)
+            if jobs:
+                # A signal now stops the claims, not these sends: they finish, and are finalized.
+                outcomes = await asyncio.gather(*(self.run_one(job) for job in jobs))
+                await self.finalize([(j, o) for j, o in zip(jobs, outcomes) if o is not None])
+            if len(jobs) < self.batch:
+                waits = [asyncio.create_task(e.wait()) for e in (self.wakeup, self.stopping)]
+                await asyncio.wait(waits, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
+                for w in waits:
+                    w.cancel()
+        if listener:
+            listener.cancel()
+        if self.conn is not None:
+            await self.conn.close()
+        return self.counters
+
+
+def http_send(partner_url, worker_name):
+    """A send to a partner's HTTP endpoint: 2xx is sent, 4xx refused for good (failed),
+    anything else retried. The job id is the idempotency key unless the job has its own:
+    a job is sent again only under a new generation, after its lease expired."""
+    def post(job):
+        body = json.dumps({"job_id": job["id"], "claim_generation": job["generation"],
+                           "transaction_id": job["transaction_id"], "payload": job["payload"]}).encode()
+        request = urllib.request.Request(partner_url, data=body, method="POST", headers={
+            "Content-Type": "application/json", "X-Worker": worker_name,
+            "Idempotency-Key": job["idempotency_key"] or f"sendjobs-{job['id']}"})
+        try:
+            with urllib.request.urlopen(request, timeout=60):
+                return ("sent", None)
+        except urllib.error.HTTPError as e:
+            return ("failed" if 400 <= e.code < 500 else "retry", f"partner answered HTTP {e.code}")
+        except OSError as e:
+            return ("retry", f"partner unreachable: {e}")
+
+    async def send(job):
+        # urllib blocks: it runs in a thread. A cancelled send (its job was lost) stops
+        # waiting for it; the thread ends with its request.
+        return await asyncio.to_thread(post, job)
+    return send
+
+
+def main():
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    env = os.environ.get
+    name = env("WORKER_NAME", "sendjobs-worker-py")
+    worker = Worker(env("DATABASE_URL", ""), http_send(env("PARTNER_URL"), name),
+                    queue=env("QUEUE") or None, batch=int(env("BATCH", "10")),
+                    lease=datetime.timedelta(seconds=float(env("LEASE_SECONDS", "30"))),
+                    poll=float(env("POLL_SECONDS", "5")), listen=env("LISTEN", "1") == "1",
+                    schema=env("SCHEMA", "public"), name=name)
+    counters = asyncio.run(worker.run())
+    print(json.dumps(counters), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
