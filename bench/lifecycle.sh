@@ -5,6 +5,8 @@
 # first; SENDJOBS_SKIP_INSTALL=1 measures the one installed.
 #
 #   bash bench/lifecycle.sh [lifecycle.py options: --history N --duration S --reps N]
+#
+# SENDJOBS_SERVER_SETTINGS adds server settings, e.g. "autovacuum_naptime=10s".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -14,4 +16,5 @@ if [ -z "${SENDJOBS_SKIP_INSTALL:-}" ]; then
 fi
 /usr/bin/python3 tests/cluster.py run --name sendjobs-lifecycle \
   -c shared_buffers=512MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
+  $(for setting in ${SENDJOBS_SERVER_SETTINGS:-}; do printf -- '-c %s ' "$setting"; done) \
   -- /usr/bin/python3 bench/lifecycle.py "$@"
