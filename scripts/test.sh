@@ -5,7 +5,8 @@
 #   3. the upgrade test (tests/upgrade): a database of the previous release, upgraded
 #      while a worker runs, then the SQL suites on an extension created through the
 #      upgrade path;
-#   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation);
+#   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation),
+#      and the SQL reference's examples (tests/reference/check.py);
 #   5. the short chaos soak and the failover soak (scripts/soak.sh);
 #   6. the workers (workers/): the Python and TypeScript ones, directly and through
 #      PgBouncer; the Rust crate's tests; each against a throwaway cluster.
@@ -43,6 +44,9 @@ bash tests/upgrade/upgrade.sh "$package" 2>&1 | tee -a "$log"
 echo "== SQL regression tests and isolation specs =="
 bash scripts/test-sql.sh "fresh install" 2>&1 | tee -a "$log"
 
+echo "== the SQL reference (docs/reference.md: every example run, nothing missing) =="
+python3 tests/cluster.py run --name sendjobs-reference -- /usr/bin/python3 tests/reference/check.py 2>&1 | tee -a "$log"
+
 echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
@@ -64,4 +68,5 @@ python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{s += $1 + $2} END {print s + 0}')
 workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer):' "$log" || true)
-echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + 3)) passed, 0 failed"
+reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + reference_passed + 3)) passed, 0 failed"

@@ -1,0 +1,114 @@
+"""docs/reference.md cannot drift: this runs every example of it and checks that it covers
+every function, setting and SQLSTATE of the extension.
+
+Every ```sql block of the reference runs, in order, in one psql session on a fresh
+database of the cluster named by PGHOST/PGPORT (scripts/test.sh starts a throwaway one);
+the ```text block right after it must be exactly what psql printed. Then:
+
+  * every function of the extension that is not internal has a "### `name(" heading;
+  * every setting `sendjobs.*` the library defines is named;
+  * every SQLSTATE in src/errors.rs is named.
+
+    python3 tests/reference/check.py            # check
+    python3 tests/reference/check.py --update   # write psql's output into the reference
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REFERENCE = os.path.join(ROOT, "docs", "reference.md")
+ERRORS_RS = os.path.join(ROOT, "src", "errors.rs")
+BLOCK = re.compile(r"```sql\n(.*?)```\n(?:\n```text\n(.*?)```\n)?", re.S)
+MARK = "@@ example {} @@"
+DATABASE = "sendjobs_reference"
+
+
+def psql(sql, db=DATABASE):
+    # VERBOSITY verbose puts the SQLSTATE in each error line; its LOCATION lines (our
+    # source files) and psql's own "psql:<stdin>:N:" prefixes are dropped below.
+    script = "\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + sql
+    out = subprocess.run(["psql", "-X", "-q", "-d", db], input=script, text=True,
+                         capture_output=True, check=True)
+    text = re.sub(r"^psql:<stdin>:\d+: ", "", out.stdout + out.stderr, flags=re.M)
+    return re.sub(r"^LOCATION: .*\n", "", text, flags=re.M)
+
+
+def run_examples(blocks):
+    subprocess.run(["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {DATABASE}",
+                    "-c", f"CREATE DATABASE {DATABASE}"], check=True)
+    # stdout and stderr are read apart: each example echoes a mark to both, so that the
+    # two streams can be cut at the same places and put back in order within a block.
+    script = "".join(f"\\echo '{MARK.format(i)}'\n\\warn '{MARK.format(i)}'\n{sql}"
+                     for i, (sql, _) in enumerate(blocks))
+    script = "\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + script
+    out = subprocess.run(["psql", "-X", "-q", "-d", DATABASE], input=script, text=True,
+                         capture_output=True)
+    outputs = []
+    stdout, stderr = split(out.stdout, len(blocks)), split(out.stderr, len(blocks))
+    for o, e in zip(stdout, stderr):
+        # psql prints a statement's result before the next statement's error, so within
+        # an example the errors follow the results only when the error comes last; the
+        # examples are written that way (one failing statement, at the end).
+        e = re.sub(r"^psql:<stdin>:\d+: ", "", e, flags=re.M)
+        e = re.sub(r"^LOCATION: .*\n", "", e, flags=re.M)
+        outputs.append(o + e)
+    return outputs
+
+
+def split(text, n):
+    parts = re.split(r"^@@ example (\d+) @@\n", text, flags=re.M)
+    found = {int(parts[i]): parts[i + 1] for i in range(1, len(parts), 2)}
+    return [found.get(i, "") for i in range(n)]
+
+
+def coverage(doc):
+    missing = []
+    functions = psql("SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid "
+                     "AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e' "
+                     "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs') "
+                     "AND obj_description(p.oid, 'pg_proc') NOT LIKE 'Internal:%';\n")
+    for name in re.findall(r"^\s*(sendjobs_\w+)\s*$", functions, re.M):
+        if not re.search(rf"^### `{name}\(", doc, re.M):
+            missing.append(f"function {name}")
+    settings = psql("LOAD 'sendjobs';\nSELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
+    for name in re.findall(r"^\s*(sendjobs\.\w+)\s*$", settings, re.M):
+        if f"`{name}`" not in doc:
+            missing.append(f"setting {name}")
+    with open(ERRORS_RS) as f:
+        for code in sorted(set(re.findall(r"/// ([0-9A-Z]{5}) ", f.read()))):
+            if f"`{code}`" not in doc:
+                missing.append(f"SQLSTATE {code}")
+    return missing
+
+
+def main(argv):
+    update = "--update" in argv
+    with open(REFERENCE) as f:
+        doc = f.read()
+    blocks = [(m.group(1), m.group(2)) for m in BLOCK.finditer(doc)]
+    outputs = run_examples(blocks)
+    failures = []
+    if update:
+        it = iter(outputs)
+        doc = BLOCK.sub(lambda m: f"```sql\n{m.group(1)}```\n\n```text\n{next(it)}```\n", doc)
+        with open(REFERENCE, "w") as f:
+            f.write(doc)
+    else:
+        for i, ((sql, expected), got) in enumerate(zip(blocks, outputs)):
+            if expected != got:
+                failures.append(f"example {i + 1} ({sql.splitlines()[0]}):\n--- expected\n"
+                                f"{expected}--- psql printed\n{got}")
+    missing = coverage(doc)
+    failures += [f"not in docs/reference.md: {m}" for m in missing]
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    print(f"reference: {len(blocks)} examples {'written' if update else 'checked'}, "
+          f"{len(failures)} failures", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
