@@ -199,6 +199,9 @@ def main():
 
     finished = False
     last_print = 0.0
+    # On a terminal, one live line, rewritten four times a second; elsewhere (CI, a pipe)
+    # a line every 3 s.
+    live = sys.stdout.isatty()
     while True:
         time.sleep(0.25)
         elapsed = time.monotonic() - t_run
@@ -211,26 +214,27 @@ def main():
                 open_, sent, failed, in_flight = cur.fetchone()
         except psycopg2.Error:
             ctx.violations.unexpected_error("progress poll")
-            print("!! lost the database connection: giving up", flush=True)
+            print(("\n" if live else "") + "!! lost the database connection: giving up", flush=True)
             break
         if open_ == 0:
             finished = True
-        if finished or elapsed - last_print >= 3.0:
+        if live or finished or elapsed - last_print >= 3.0:
             last_print = elapsed
             c = ctx.record.counters
-            print(f"   t={elapsed:5.1f}s  terminal {sent + failed}/{args.jobs} (sent {sent}, failed {failed}),"
-                  f" in_flight {in_flight}; deaths {c['fault_kill']}, stalls {c['fault_pause']},"
-                  f" stale finalizes {c['finalize_stale']}, guard refusals {c['guard_refusals']}", flush=True)
+            line = (f"   t={elapsed:5.1f}s  terminal {sent + failed}/{args.jobs} (sent {sent}, failed {failed}),"
+                    f" in_flight {in_flight}; deaths {c['fault_kill']}, stalls {c['fault_pause']},"
+                    f" stale finalizes {c['finalize_stale']}, guard refusals {c['guard_refusals']}")
+            print(f"\r{line}\x1b[K" if live else line, end="\n" if finished or not live else "", flush=True)
         if finished:
             break
         if elapsed > args.timeout:
-            print(f"!! timeout: {open_} jobs still not terminal after {args.timeout:g} s", flush=True)
+            print(("\n" if live else "") + f"!! timeout: {open_} jobs still not terminal after {args.timeout:g} s", flush=True)
             break
         if not any(w.is_alive() for w in workers):
-            print("!! every worker has exited", flush=True)
+            print(("\n" if live else "") + "!! every worker has exited", flush=True)
             break
         if len(ctx.violations.unexpected) > MAX_UNEXPECTED:
-            print(f"!! more than {MAX_UNEXPECTED} unexpected errors: giving up", flush=True)
+            print(("\n" if live else "") + f"!! more than {MAX_UNEXPECTED} unexpected errors: giving up", flush=True)
             break
     run_seconds = time.monotonic() - t_run
 
