@@ -3,12 +3,14 @@
 //! scripts/test.sh starts a throwaway cluster for it and runs these with `--ignored`).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sendjobs_worker::{Config, Job, Outcome, Shutdown, SqlState, Worker};
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_postgres::{Client, NoTls};
 
 /// A fresh database with the extension; returns its connection string and a client.
@@ -92,6 +94,41 @@ async fn wait_until(client: &Client, sql: &str, within: Duration) -> bool {
     false
 }
 
+const ALL_SENT: &str = "SELECT bool_and(status = 'sent') FROM send_jobs";
+
+/// Ends the one connection whose application_name is `name`, as a crash or a DBA would.
+async fn kill_connection(db: &Client, name: &str) {
+    let sql =
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1";
+    let killed: i64 = db.query_one(sql, &[&name]).await.unwrap().get(0);
+    assert_eq!(killed, 1, "connections named {name}");
+}
+
+/// Runs `worker` in a task until the returned sender fires.
+fn start<S, F>(
+    worker: Worker,
+    send: S,
+) -> (oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>)
+where
+    S: Fn(Job) -> F + Send + Sync + 'static,
+    F: Future<Output = Outcome> + Send + 'static,
+{
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(worker.run(send, async {
+        stopped.await.ok();
+    }));
+    (stop, run)
+}
+
+/// Waits until every job of the database is in flight (a worker holds them).
+async fn all_in_flight(db: &Client) {
+    let sql = "SELECT bool_and(status = 'in_flight') FROM send_jobs";
+    assert!(
+        wait_until(db, sql, Duration::from_secs(5)).await,
+        "not all jobs were claimed"
+    );
+}
+
 /// 300 jobs; worker B stalls (its whole runtime blocked, heartbeats included) on its
 /// first job past the lease; worker A has its connection killed while a send runs.
 /// Every job must end sent with one event, nothing sent twice under one generation, B's
@@ -153,7 +190,6 @@ async fn every_job_is_finished_once_through_a_killed_connection_and_a_stall() {
 
     // Worker A: 10 sends at once; the send of job 100 takes 1.5 s, and its connection is
     // killed meanwhile.
-    let (stop_a, stopped_a) = oneshot::channel::<()>();
     let killed_mid_send = Arc::new(tokio::sync::Notify::new());
     let config = Config::new(dsn.clone())
         .queue("q")
@@ -181,26 +217,13 @@ async fn every_job_is_finished_once_through_a_killed_connection_and_a_stall() {
             }
         }
     };
-    let a = tokio::spawn(worker.run(send, async {
-        stopped_a.await.ok();
-    }));
+    let (stop_a, a) = start(worker, send);
     killed_mid_send.notified().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let killed = scalar(
-        &db,
-        "SELECT count(pg_terminate_backend(pid))::int8 FROM pg_stat_activity \
-                              WHERE application_name = 'worker-a'",
-    )
-    .await;
-    assert_eq!(killed, 1);
+    kill_connection(&db, "worker-a").await;
 
     assert!(
-        wait_until(
-            &db,
-            "SELECT bool_and(status = 'sent') FROM send_jobs",
-            Duration::from_secs(60)
-        )
-        .await,
+        wait_until(&db, ALL_SENT, Duration::from_secs(60)).await,
         "every job sent"
     );
     stop_a.send(()).unwrap();
@@ -258,21 +281,11 @@ async fn a_wakeup_ends_the_idle_wait() {
         .poll_interval(Duration::from_secs(60));
     let worker = Worker::new(config).unwrap();
     let counters = worker.counters();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let run = tokio::spawn(worker.run(|_job| async { Outcome::Sent }, async {
-        stopped.await.ok();
-    }));
+    let (stop, run) = start(worker, |_job| async { Outcome::Sent });
     tokio::time::sleep(Duration::from_millis(500)).await; // the first claim found nothing
     let enqueued = Instant::now();
     enqueue(&db, 1).await;
-    assert!(
-        wait_until(
-            &db,
-            "SELECT bool_and(status = 'sent') FROM send_jobs",
-            Duration::from_secs(5)
-        )
-        .await
-    );
+    assert!(wait_until(&db, ALL_SENT, Duration::from_secs(5)).await);
     assert!(enqueued.elapsed() < Duration::from_secs(2));
     stop.send(()).unwrap();
     run.await.unwrap().unwrap();
@@ -309,18 +322,8 @@ async fn a_lost_job_stops_its_send() {
             }
         }
     };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let run = tokio::spawn(worker.run(send, async {
-        stopped.await.ok();
-    }));
-    assert!(
-        wait_until(
-            &db,
-            "SELECT bool_and(status = 'in_flight') FROM send_jobs",
-            Duration::from_secs(5)
-        )
-        .await
-    );
+    let (stop, run) = start(worker, send);
+    all_in_flight(&db).await;
     assert_eq!(
         scalar(
             &db,
@@ -364,18 +367,8 @@ async fn shutdown_finishes_or_abandons_running_sends() {
             tokio::time::sleep(Duration::from_secs(2)).await;
             Outcome::Sent
         };
-        let (stop, stopped) = oneshot::channel::<()>();
-        let run = tokio::spawn(worker.run(send, async {
-            stopped.await.ok();
-        }));
-        assert!(
-            wait_until(
-                &db,
-                "SELECT bool_and(status = 'in_flight') FROM send_jobs",
-                Duration::from_secs(5)
-            )
-            .await
-        );
+        let (stop, run) = start(worker, send);
+        all_in_flight(&db).await;
         let asked = Instant::now();
         stop.send(()).unwrap();
         run.await.unwrap().unwrap();
@@ -446,18 +439,8 @@ async fn a_call_cut_by_a_lost_connection_is_made_again() {
             }
         }
     };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let run = tokio::spawn(worker.run(send, async {
-        stopped.await.ok();
-    }));
-    assert!(
-        wait_until(
-            &db,
-            "SELECT bool_and(status = 'in_flight') FROM send_jobs",
-            Duration::from_secs(5)
-        )
-        .await
-    );
+    let (stop, run) = start(worker, send);
+    all_in_flight(&db).await;
     locker
         .batch_execute("BEGIN; SELECT FROM send_jobs FOR UPDATE")
         .await
@@ -469,26 +452,13 @@ async fn a_call_cut_by_a_lost_connection_is_made_again() {
         wait_until(&db, waiting, Duration::from_secs(5)).await,
         "the finalize waits"
     );
-    let killed = scalar(
-        &db,
-        "SELECT count(pg_terminate_backend(pid))::int8 FROM pg_stat_activity \
-                              WHERE application_name = 'worker-cut'",
-    )
-    .await;
-    assert_eq!(killed, 1);
+    kill_connection(&db, "worker-cut").await;
     assert!(
         wait_until(&db, waiting, Duration::from_secs(5)).await,
         "made again, it waits again"
     );
     locker.batch_execute("COMMIT").await.unwrap();
-    assert!(
-        wait_until(
-            &db,
-            "SELECT bool_and(status = 'sent') FROM send_jobs",
-            Duration::from_secs(5)
-        )
-        .await
-    );
+    assert!(wait_until(&db, ALL_SENT, Duration::from_secs(5)).await);
     stop.send(()).unwrap();
     run.await.unwrap().unwrap();
     let counters = counters.snapshot();
