@@ -78,6 +78,7 @@ logfile = {self.dir}/pgbouncer.log
             if subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]).returncode == 0:
                 return
             time.sleep(0.1)
+        self.stop()
         raise RuntimeError("pgbouncer did not start")
 
     def admin(self, command):
@@ -133,10 +134,25 @@ def scenario(worker, route, partner, bouncer):
         return subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
 
     b = start("b", 1)
-    wait_until(db, "SELECT count(*) = 1 FROM send_jobs WHERE id = 1 AND status = 'in_flight'", 15, "B's claim")
-    time.sleep(0.3)  # B is inside its send now (the partner holds it for 1 s)
-    b.send_signal(signal.SIGSTOP)
-    a = start("a", 10)
+    a = None
+    try:
+        wait_until(db, "SELECT count(*) = 1 FROM send_jobs WHERE id = 1 AND status = 'in_flight'", 15, "B's claim")
+        time.sleep(0.3)  # B is inside its send now (the partner holds it for 1 s)
+        b.send_signal(signal.SIGSTOP)
+        a = start("a", 10)
+        check_run(db, name, route, bouncer, partner, a, b)
+    finally:
+        # Pass or fail, no worker outlives its scenario (one left reconnecting would
+        # keep the test's output pipe open for ever).
+        for process in (a, b):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+                process.wait()
+        db.close()
+
+
+def check_run(db, name, route, bouncer, partner, a, b):
     try:
         wait_until(db, "SELECT status = 'in_flight' FROM send_jobs WHERE id = 50", 30, "A sending job 50")
         time.sleep(0.3)
@@ -172,8 +188,7 @@ def scenario(worker, route, partner, bouncer):
     job_50 = db.execute("SELECT status, attempts FROM send_jobs WHERE id = 50").fetchone()
     assert job_50 == ("sent", 1) and [g for j, g in sends if j == 50] == [1], \
         f"job 50, cut mid-send, was not finalized on A's new connection: {job_50}"
-    db.close()
-    print(f"   {worker} {route}: {JOBS} jobs, {jobs[3]} failed for good, {len(sends)} sends; "
+    print(f"   {name.split('_')[1]} {route}: {JOBS} jobs, {jobs[3]} failed for good, {len(sends)} sends; "
           f"A {counters['a']}; B {counters['b']}", flush=True)
 
 
