@@ -1,18 +1,18 @@
 """A sendjobs worker in Python: psycopg 3 and asyncio, nothing else.
 
-Claims jobs in batches, sends each to a partner over HTTP in a task of its own,
-heartbeats every half lease while a send runs (and stops the send if the job is lost),
-finalizes the sent results in one sendjobs_finalize_batch and the others one by one,
-wakes on NOTIFY sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or
-SIGINT stops claiming, lets the running sends finish, finalizes them and exits, printing
-its counters as one JSON line.
+Claims jobs in batches, sends each to a partner over HTTP in a task of its own under a
+timeout, heartbeats every half lease until the job is finalized (and stops the send if
+the job is lost), finalizes each job as soon as its send ends, wakes on NOTIFY
+sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or SIGINT stops
+claiming, lets the running sends finish, finalizes them and exits, printing its counters
+as one JSON line. The next batch is claimed once the whole batch is finalized.
 
     DATABASE_URL="host=/var/run/postgresql dbname=app user=app_worker" \\
     PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 \\
         python3 workers/python/sendjobs_worker.py
 
 Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
-LEASE_SECONDS (30), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
+LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
 mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
 WORKER_NAME (the connection's application_name).
 
@@ -45,19 +45,19 @@ log = logging.getLogger("sendjobs_worker")
 
 class Worker:
     def __init__(self, dsn, send, *, queue=None, batch=10, lease=datetime.timedelta(seconds=30),
-                 poll=5.0, listen=True, schema="public", name="sendjobs-worker-py"):
+                 send_timeout=60.0, poll=5.0, listen=True, schema="public", name="sendjobs-worker-py"):
         if not isinstance(lease, datetime.timedelta):
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
         self.dsn, self.send, self.queue, self.batch = dsn, send, queue, batch
         self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
+        self.send_timeout = send_timeout
         fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
                                  "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
         self.sql_heartbeat = sql.SQL("SELECT {}(%s, %s, %s)").format(fn("sendjobs_heartbeat"))
         self.sql_finalize = sql.SQL("SELECT {}(%s, %s, %s, %s)").format(fn("sendjobs_finalize"))
-        self.sql_finalize_sent = sql.SQL("SELECT id, result FROM {}(%s, %s, 'sent')").format(
-            fn("sendjobs_finalize_batch"))
         self.conn = None
+        self.connecting = asyncio.Lock()
         self.stopping = asyncio.Event()
         self.wakeup = asyncio.Event()
         self.counters = dict.fromkeys(["claimed", "sent", "failed", "retried", "stale",
@@ -73,22 +73,36 @@ class Worker:
         return conn
 
     async def call(self, query, params):
-        """Runs one statement; after a lost connection, again on a new one (every call is
-        fenced by id and generation, so making it twice changes nothing the first did not)."""
+        """Runs one statement; after a lost connection, again on a new one. Every call but
+        the claim is fenced by id and generation, so making it twice changes nothing the
+        first did not; a claim whose answer was lost leaves its jobs to their lease (an
+        attempt each)."""
         delay = 0.1
         while True:
+            conn = self.conn
             try:
-                if self.conn is None or self.conn.closed:
-                    self.conn = await self.connect()
-                async with self.conn.cursor() as cur:
+                if conn is None:
+                    conn = await self.reconnect()
+                async with conn.cursor() as cur:
                     await cur.execute(query, params)
                     return await cur.fetchall()
-            except psycopg.OperationalError as e:  # lost connection, server shutting down
+            except psycopg.Error as e:
+                if not connection_lost(conn, e):
+                    raise
                 log.warning("connection lost (%s); again in %.1f s", e, delay)
-                self.conn = None
-                self.counters["reconnects"] += 1
+                if conn is not None and self.conn is conn:  # not replaced by another task yet
+                    self.conn = None
+                    self.counters["reconnects"] += 1
+                    await conn.close()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    async def reconnect(self):
+        """One new connection, however many tasks found the old one gone."""
+        async with self.connecting:
+            if self.conn is None:
+                self.conn = await self.connect()
+            return self.conn
 
     async def listen_for_wakeups(self):
         """A connection of its own for LISTEN: notifications arrive on it between calls."""
@@ -108,35 +122,46 @@ class Worker:
     # -- one job ----------------------------------------------------------------------
 
     async def run_one(self, job):
-        """The send of one job under heartbeats: its outcome, or None if the job was lost."""
+        """One job: its send under a timeout and heartbeats, then at once its finalize (a
+        result that waited for the rest of the batch could outlive its lease)."""
         send = asyncio.create_task(self.send(job))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.send_timeout
+        half_lease = self.lease.total_seconds() / 2
         while True:
-            done, _ = await asyncio.wait({send}, timeout=self.lease.total_seconds() / 2)
-            if done:
+            await asyncio.wait({send}, timeout=max(0.0, min(half_lease, deadline - loop.time())))
+            if send.done():
                 try:
-                    return send.result()
+                    outcome = send.result()
                 except Exception as e:  # a send that raises is retried
-                    return ("retry", f"send raised {e!r}")
-            [(answer,)] = await self.call(self.sql_heartbeat, (job["id"], job["generation"], self.lease))
+                    outcome = ("retry", f"send raised {e!r}")
+                break
+            if loop.time() >= deadline:
+                send.cancel()
+                outcome = ("retry", f"send timed out after {self.send_timeout:g} s")
+                break
+            try:
+                [(answer,)] = await self.call(self.sql_heartbeat, (job["id"], job["generation"], self.lease))
+            except psycopg.Error as e:  # not a lost connection: try again at the next beat
+                log.warning("heartbeat of job %s failed: %s", job["id"], e)
+                self.counters["errors"] += 1
+                continue
             if answer == "stale":  # the lease expired and another worker holds it, or cancelled
                 send.cancel()
                 self.counters["stale"] += 1
-                return None
+                return
             self.counters["heartbeats"] += 1
-
-    async def finalize(self, results):
-        sent = [job for job, outcome in results if outcome[0] == "sent"]
-        if sent:
-            rows = await self.call(self.sql_finalize_sent,
-                                   ([j["id"] for j in sent], [j["generation"] for j in sent]))
-            for _, answer in rows:
-                self.counters["sent" if answer == "applied" else "stale"] += 1
-        for job, (outcome, error) in results:
-            if outcome == "sent":
-                continue
-            [(answer,)] = await self.call(self.sql_finalize, (job["id"], job["generation"], outcome, error))
-            key = {"failed": "failed", "retry": "retried"}[outcome]
-            self.counters[key if answer == "applied" else "stale"] += 1
+        kind, error = outcome
+        try:
+            [(answer,)] = await self.call(self.sql_finalize, (job["id"], job["generation"], kind, error))
+        except psycopg.Error as e:
+            # The guard refusing the stamp (23514 in error mode), a conflict: the job stays
+            # in flight and comes back after its lease (it gives up after its attempts).
+            log.warning("finalize of job %s failed: %s", job["id"], e)
+            self.counters["errors"] += 1
+            return
+        key = {"sent": "sent", "failed": "failed", "retry": "retried"}[kind]
+        self.counters[key if answer == "applied" else "stale"] += 1
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -148,14 +173,19 @@ class Worker:
         listener = asyncio.create_task(self.listen_for_wakeups()) if self.listen else None
         while not self.stopping.is_set():
             self.wakeup.clear()
-            rows = await self.call(self.sql_claim, (self.batch, self.lease, self.queue))
+            try:
+                rows = await self.call(self.sql_claim, (self.batch, self.lease, self.queue))
+            except psycopg.Error as e:
+                if is_permanent(e):  # a bad argument, a missing grant: waiting will not mend it
+                    raise
+                log.warning("claim failed (%s); again in %g s", e, self.poll)
+                self.counters["errors"] += 1
+                rows = []
             jobs = [dict(zip(("id", "generation", "transaction_id", "idempotency_key", "payload"), r))
                     for r in rows]
             self.counters["claimed"] += len(jobs)
-            if jobs:
-                # A signal now stops the claims, not these sends: they finish, and are finalized.
-                outcomes = await asyncio.gather(*(self.run_one(job) for job in jobs))
-                await self.finalize([(j, o) for j, o in zip(jobs, outcomes) if o is not None])
+            # A signal now stops the claims, not these sends: they finish, and are finalized.
+            await asyncio.gather(*(self.run_one(job) for job in jobs))
             if len(jobs) < self.batch:
                 waits = [asyncio.create_task(e.wait()) for e in (self.wakeup, self.stopping)]
                 await asyncio.wait(waits, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
@@ -168,9 +198,24 @@ class Worker:
         return self.counters
 
 
+def connection_lost(conn, e):
+    """The connection is gone (closed, or the server ended the session): make the call
+    again on a new one. Any other error (a timeout, a conflict, bad input) is the caller's."""
+    state = e.sqlstate or ""
+    return (conn is None or conn.closed or isinstance(e, psycopg.OperationalError) and not state
+            or state.startswith("08") or state in ("57P01", "57P02", "57P03"))
+
+
+def is_permanent(e):
+    """Bad input (22), authorization (28), names and grants (42): the same call will fail
+    again. Not 42804: a claim parsed before ALTER EXTENSION ... UPDATE fails with it once."""
+    state = e.sqlstate or ""
+    return state[:2] in ("22", "28", "42") and state != "42804"
+
+
 def http_send(partner_url, worker_name):
-    """A send to a partner's HTTP endpoint: 2xx is sent, 4xx refused for good (failed),
-    anything else retried. The job id is the idempotency key unless the job has its own:
+    """A send to a partner's HTTP endpoint: 2xx is sent, 4xx but 408 and 429 refused for
+    good (failed), anything else retried. The job id is the idempotency key unless the job has its own:
     a job is sent again only under a new generation, after its lease expired."""
     def post(job):
         body = json.dumps({"job_id": job["id"], "claim_generation": job["generation"],
@@ -181,8 +226,9 @@ def http_send(partner_url, worker_name):
         try:
             with urllib.request.urlopen(request, timeout=60):
                 return ("sent", None)
-        except urllib.error.HTTPError as e:
-            return ("failed" if 400 <= e.code < 500 else "retry", f"partner answered HTTP {e.code}")
+        except urllib.error.HTTPError as e:  # 4xx refused for good, but for timeouts and throttling
+            refused = 400 <= e.code < 500 and e.code not in (408, 429)
+            return ("failed" if refused else "retry", f"partner answered HTTP {e.code}")
         except OSError as e:
             return ("retry", f"partner unreachable: {e}")
 
@@ -200,6 +246,7 @@ def main():
     worker = Worker(env("DATABASE_URL", ""), http_send(env("PARTNER_URL"), name),
                     queue=env("QUEUE") or None, batch=int(env("BATCH", "10")),
                     lease=datetime.timedelta(seconds=float(env("LEASE_SECONDS", "30"))),
+                    send_timeout=float(env("SEND_TIMEOUT_SECONDS", "60")),
                     poll=float(env("POLL_SECONDS", "5")), listen=env("LISTEN", "1") == "1",
                     schema=env("SCHEMA", "public"), name=name)
     counters = asyncio.run(worker.run())

@@ -1,18 +1,18 @@
 // A sendjobs worker in TypeScript on node-postgres (pg), nothing else.
 //
-// Claims jobs in batches, sends each to a partner over HTTP (fetch), heartbeats every
-// half lease while a send runs (and aborts the send if the job is lost), finalizes the
-// sent results in one sendjobs_finalize_batch and the others one by one, wakes on
-// NOTIFY sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or SIGINT
-// stops claiming, lets the running sends finish, finalizes them and exits, printing its
-// counters as one JSON line.
+// Claims jobs in batches, sends each to a partner over HTTP (fetch) under a timeout,
+// heartbeats every half lease while a send runs (and aborts the send if the job is lost),
+// finalizes each job as soon as its send ends, wakes on NOTIFY sendjobs_wakeup,
+// reconnects after a lost connection, and on SIGTERM or SIGINT stops claiming, lets the
+// running sends finish, finalizes them and exits, printing its counters as one JSON line.
+// The next batch is claimed once the whole batch is finalized.
 //
 //   npm ci && npm run build
 //   DATABASE_URL=postgres://app_worker@/app?host=/var/run/postgresql \
 //   PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 node dist/worker.js
 //
 // Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
-// LEASE_SECONDS (30), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
+// LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
 // mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
 // WORKER_NAME (the connection's application_name).
 //
@@ -44,23 +44,37 @@ type Send = (job: Job, signal: AbortSignal) => Promise<Outcome>;
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// A lost connection (no code, a system error such as ECONNRESET, SQLSTATE class 08, or
-// the server shutting the session down): the call is made again on a new connection.
-// Any other error is the caller's.
+// A lost connection (node-postgres's own "Connection terminated" errors carry no code;
+// a system error such as ECONNRESET; SQLSTATE class 08; the server ending the session):
+// the call is made again on a new connection. Any other error is the caller's, among
+// them a TypeError of ours, which a retry would only repeat.
 const connectionLost = (e: any) =>
-  !e.code || /^E[A-Z]/.test(e.code) || e.code.startsWith("08") || ["57P01", "57P02", "57P03"].includes(e.code);
+  (!e?.code && e?.constructor === Error) ||
+  /^E[A-Z]/.test(e?.code ?? "") || (e?.code ?? "").startsWith("08") || ["57P01", "57P02", "57P03"].includes(e?.code);
+
+// Bad input (22), authorization (28), names and grants (42): the same claim will fail
+// again. Not 42804: a claim parsed before ALTER EXTENSION ... UPDATE fails with it once.
+const permanent = (e: any) => ["22", "28", "42"].includes((e?.code ?? "").slice(0, 2)) && e.code !== "42804";
 
 export class Worker {
   counters = { claimed: 0, sent: 0, failed: 0, retried: 0, stale: 0, heartbeats: 0, wakeups: 0, reconnects: 0, errors: 0 };
-  private client: Client | null = null;
+  private client: Promise<Client> | null = null;
   private stopping = false;
   private wake: (() => void) | null = null;
-  private sql: Record<"claim" | "heartbeat" | "finalize" | "finalizeSent", string>;
+  private sql: Record<"claim" | "heartbeat" | "finalize", string>;
 
   constructor(
     private connection: ClientConfig,
     private send: Send,
-    private options: { queue: string | null; batch: number; leaseSeconds: number; pollSeconds: number; listen: boolean; schema: string },
+    private options: {
+      queue: string | null;
+      batch: number;
+      leaseSeconds: number;
+      sendTimeoutSeconds: number;
+      pollSeconds: number;
+      listen: boolean;
+      schema: string;
+    },
   ) {
     if (!(options.leaseSeconds > 0)) throw new RangeError("leaseSeconds must be a positive number of seconds");
     const s = ident(options.schema);
@@ -70,7 +84,6 @@ export class Worker {
                 FROM ${s}.sendjobs_claim($1::int4, ${lease.replace("$LEASE", "$2")}, $3::text)`,
       heartbeat: `SELECT ${s}.sendjobs_heartbeat($1::int8, $2::int8, ${lease.replace("$LEASE", "$3")}) AS answer`,
       finalize: `SELECT ${s}.sendjobs_finalize($1::int8, $2::int8, $3::text, $4::text) AS answer`,
-      finalizeSent: `SELECT id, result FROM ${s}.sendjobs_finalize_batch($1::int8[], $2::int8[], 'sent')`,
     };
   }
 
@@ -83,20 +96,25 @@ export class Worker {
     return client;
   }
 
-  // One statement; after a lost connection, again on a new one (every call is fenced by
-  // id and generation, so making it twice changes nothing the first did not).
+  // One statement; after a lost connection, again on a new one. Every call but the
+  // claim is fenced by id and generation, so making it twice changes nothing the first
+  // did not; a claim whose answer was lost leaves its jobs to their lease (an attempt each).
+  // Calls share one connection, opened once however many find it gone (one promise).
   private async call(text: string, values: unknown[]): Promise<any[]> {
     let delay = 100;
     for (;;) {
+      const pending = (this.client ??= this.connect());
       try {
-        this.client ??= await this.connect();
-        return (await this.client.query(text, values)).rows;
+        return (await (await pending).query(text, values)).rows;
       } catch (e: any) {
         if (!connectionLost(e)) throw e;
         console.error(`sendjobs-worker: connection lost (${e.message}); again in ${delay} ms`);
-        this.client?.end().catch(() => {});
-        this.client = null;
-        this.counters.reconnects++;
+        if (this.client === pending) {
+          // Not replaced by another call yet: this one closes it and counts.
+          this.client = null;
+          this.counters.reconnects++;
+          pending.then((c) => c.end()).catch(() => {});
+        }
         await sleep(delay);
         delay = Math.min(delay * 2, 5000);
       }
@@ -125,41 +143,55 @@ export class Worker {
     }
   }
 
-  // The send of one job under heartbeats: its outcome, or null if the job was lost.
-  private async runOne(job: Job): Promise<Outcome | null> {
+  // One job: its send under a timeout and heartbeats, then at once its finalize (a result
+  // that waited for the rest of the batch could outlive its lease).
+  private async runOne(job: Job) {
     const abort = new AbortController();
+    let timedOut = false;
+    const deadline = setTimeout(() => ((timedOut = true), abort.abort()), this.options.sendTimeoutSeconds * 1000);
     const sending = this.send(job, abort.signal).catch(
       (e: any): Outcome => ({ outcome: "retry", error: `send threw ${e}` }),
     );
+    let result: Outcome | "beat";
     for (;;) {
       let timer: NodeJS.Timeout | undefined;
       const beat = new Promise<"beat">((resolve) => (timer = setTimeout(() => resolve("beat"), (this.options.leaseSeconds * 1000) / 2)));
-      const first = await Promise.race([sending, beat]);
+      result = await Promise.race([sending, beat]);
       clearTimeout(timer);
-      if (first !== "beat") return first;
-      const [{ answer }] = await this.call(this.sql.heartbeat, [job.id, job.claim_generation, this.options.leaseSeconds]);
+      if (result !== "beat") break;
+      let answer: string;
+      try {
+        [{ answer }] = await this.call(this.sql.heartbeat, [job.id, job.claim_generation, this.options.leaseSeconds]);
+      } catch (e: any) {
+        // Not a lost connection: try again at the next beat.
+        console.error(`sendjobs-worker: heartbeat of job ${job.id} failed: ${e.message}`);
+        this.counters.errors++;
+        continue;
+      }
       if (answer === "stale") {
         // The lease expired and another worker holds the job, or it was cancelled.
+        clearTimeout(deadline);
         abort.abort();
         this.counters.stale++;
-        return null;
+        return;
       }
       this.counters.heartbeats++;
     }
-  }
-
-  private async finalize(results: [Job, Outcome][]) {
-    const sent = results.filter(([, o]) => o.outcome === "sent").map(([job]) => job);
-    if (sent.length > 0) {
-      const rows = await this.call(this.sql.finalizeSent, [sent.map((j) => j.id), sent.map((j) => j.claim_generation)]);
-      for (const { result } of rows) result === "applied" ? this.counters.sent++ : this.counters.stale++;
-    }
-    for (const [job, { outcome, error }] of results) {
-      if (outcome === "sent") continue;
+    clearTimeout(deadline);
+    const { outcome, error } = timedOut
+      ? { outcome: "retry", error: `send timed out after ${this.options.sendTimeoutSeconds} s` }
+      : result;
+    try {
       const [{ answer }] = await this.call(this.sql.finalize, [job.id, job.claim_generation, outcome, error]);
       if (answer !== "applied") this.counters.stale++;
+      else if (outcome === "sent") this.counters.sent++;
       else if (outcome === "failed") this.counters.failed++;
       else this.counters.retried++;
+    } catch (e: any) {
+      // The guard refusing the stamp (23514 in error mode), a conflict: the job stays in
+      // flight and comes back after its lease (it gives up after its attempts).
+      console.error(`sendjobs-worker: finalize of job ${job.id} failed: ${e.message}`);
+      this.counters.errors++;
     }
   }
 
@@ -170,19 +202,23 @@ export class Worker {
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
-    this.client = await this.connect(); // the first connection fails fast (a wrong password)
+    this.client = Promise.resolve(await this.connect()); // the first one fails fast (a wrong password)
     if (this.options.listen) void this.listenForWakeups();
     const { queue, batch, leaseSeconds, pollSeconds } = this.options;
     while (!this.stopping) {
       let woken = false;
       const idle = new Promise<void>((resolve) => (this.wake = () => ((woken = true), resolve())));
-      const jobs: Job[] = await this.call(this.sql.claim, [batch, leaseSeconds, queue]);
-      this.counters.claimed += jobs.length;
-      if (jobs.length > 0) {
-        // A signal now stops the claims, not these sends: they finish, and are finalized.
-        const outcomes = await Promise.all(jobs.map((job) => this.runOne(job)));
-        await this.finalize(jobs.flatMap((job, i) => (outcomes[i] ? [[job, outcomes[i]] as [Job, Outcome]] : [])));
+      let jobs: Job[] = [];
+      try {
+        jobs = await this.call(this.sql.claim, [batch, leaseSeconds, queue]);
+      } catch (e: any) {
+        if (permanent(e)) throw e; // a bad argument, a missing grant: waiting will not mend it
+        console.error(`sendjobs-worker: claim failed (${e.message}); again in ${pollSeconds} s`);
+        this.counters.errors++;
       }
+      this.counters.claimed += jobs.length;
+      // A signal now stops the claims, not these sends: they finish, and are finalized.
+      await Promise.all(jobs.map((job) => this.runOne(job)));
       if (jobs.length < batch && !woken && !this.stopping) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([idle, new Promise((resolve) => (timer = setTimeout(resolve, pollSeconds * 1000)))]);
@@ -190,13 +226,13 @@ export class Worker {
       }
     }
     this.wake = null;
-    await this.client?.end().catch(() => {});
+    await this.client?.then((c) => c.end()).catch(() => {});
     return this.counters;
   }
 }
 
-// A send to a partner's HTTP endpoint: 2xx is sent, 4xx refused for good (failed),
-// anything else retried. The job id is the idempotency key unless the job has its own:
+// A send to a partner's HTTP endpoint: 2xx is sent, 4xx but 408 and 429 refused for
+// good (failed), anything else retried. The job id is the idempotency key unless the job has its own:
 // a job is sent again only under a new generation, after its lease expired.
 export function httpSend(partnerUrl: string, workerName: string): Send {
   return async (job, signal) => {
@@ -218,7 +254,9 @@ export function httpSend(partnerUrl: string, workerName: string): Send {
       });
       if (response.ok) return { outcome: "sent", error: null };
       const error = `partner answered HTTP ${response.status}`;
-      return { outcome: response.status >= 400 && response.status < 500 ? "failed" : "retry", error };
+      // 4xx is refused for good, but for timeouts and throttling.
+      const refused = response.status >= 400 && response.status < 500 && ![408, 429].includes(response.status);
+      return { outcome: refused ? "failed" : "retry", error };
     } catch (e: any) {
       return { outcome: "retry", error: `partner unreachable: ${e.message}` };
     }
@@ -232,6 +270,7 @@ async function main() {
     queue: env.QUEUE || null,
     batch: Number(env.BATCH ?? "10"),
     leaseSeconds: Number(env.LEASE_SECONDS ?? "30"),
+    sendTimeoutSeconds: Number(env.SEND_TIMEOUT_SECONDS ?? "60"),
     pollSeconds: Number(env.POLL_SECONDS ?? "5"),
     listen: (env.LISTEN ?? "1") === "1",
     schema: env.SCHEMA ?? "public",
