@@ -12,7 +12,9 @@ pub enum Shutdown {
     Finish,
     /// Stop the running sends at once and hand their jobs back (`retry`, due now), so
     /// another worker takes them without waiting for the lease. A send stopped midway may
-    /// have reached the partner: its job will be sent again (at-least-once).
+    /// have reached the partner: its job will be sent again (at-least-once). A job on its
+    /// last attempt is finished as `failed` instead, as the server does with any retry
+    /// past `max_attempts`: for deploys, prefer `Finish`.
     Abandon,
 }
 
@@ -102,8 +104,8 @@ impl Config {
         self
     }
 
-    /// A send still running after this long is stopped, and its job retried (due now,
-    /// with the error "send timed out").
+    /// A send still running after this long is stopped, and its job retried after the
+    /// server's backoff, with the error "send timed out" (on its last attempt: `failed`).
     pub fn send_timeout(mut self, timeout: Duration) -> Self {
         self.send_timeout = timeout;
         self

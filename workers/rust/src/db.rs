@@ -71,8 +71,9 @@ impl Statements {
 
 /// One connection, opened again (with backoff) whenever a call finds it lost. Calls are
 /// pipelined on it by tokio-postgres; a call that fails because the connection went away
-/// is made again on the next one: every call is fenced by (id, generation), so making
-/// it twice changes nothing the first did not (the second of two finalizes is `stale`).
+/// is made again on the next one. Heartbeats and finalizes are fenced by (id,
+/// generation), so making one twice changes nothing the first did not (the second of two
+/// finalizes is `stale`); a claim whose answer was lost leaves its jobs to their leases.
 pub(crate) struct Db {
     config: Config,
     statements: Statements,
@@ -100,6 +101,10 @@ impl Db {
     async fn open(&self) -> Result<Arc<Client>> {
         let mut pg: tokio_postgres::Config = self.config.connection.parse()?;
         pg.application_name(&self.config.application_name);
+        // A server that stops answering (a network partition, a half-open connection)
+        // is noticed, rather than waited for: connecting within 10 s, and TCP keepalives.
+        pg.connect_timeout(Duration::from_secs(10));
+        pg.keepalives_idle(Duration::from_secs(15));
         let (client, mut connection) = pg.connect(NoTls).await?;
         // Drive the connection, and pass on what the server sends unasked: wake-ups, and
         // notices (the terminal guard's WARNING when it refuses a stamp).

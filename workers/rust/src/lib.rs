@@ -57,7 +57,8 @@
 //! No TLS (the connection is `NoTls`): connect over a Unix socket or a private network.
 //! After a lost connection, a finalize is made again on the new one; if the first had
 //! applied, the second answers `stale` and is counted so: the outbox (`send_job_events`)
-//! is the record of what was finished.
+//! is the record of what was finished. A claim whose answer was lost with the connection
+//! leaves the jobs it took to their leases, an attempt spent each.
 
 mod config;
 mod counters;

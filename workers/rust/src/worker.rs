@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
-use tokio::time::{interval_at, sleep, Instant, MissedTickBehavior};
+use tokio::time::{interval_at, sleep, timeout, Instant, MissedTickBehavior};
 
 use crate::config::{Config, Shutdown};
 use crate::counters::{bump, Counters};
 use crate::db::{Answer, Db};
 use crate::error::{Error, Result};
 use crate::job::{Job, Outcome};
+use crate::SqlState;
 
 /// A worker of one queue (or of all), on one connection. See the crate's documentation.
 pub struct Worker {
@@ -81,11 +82,9 @@ impl Worker {
                 }
             }
             let wanted = free.min(config.batch);
-            let claimed = tokio::select! {
-                _ = &mut shutdown => break,
-                claimed = db.claim(wanted) => claimed,
-            };
-            let jobs = match claimed {
+            // Not raced with the shutdown: a claim dropped after the server committed it
+            // would leave its jobs to wait out their leases, an attempt spent each.
+            let jobs = match db.claim(wanted).await {
                 Ok(jobs) => jobs,
                 Err(e) if is_permanent(&e) => {
                     result = Err(e);
@@ -138,14 +137,30 @@ impl Worker {
 }
 
 /// Claim errors that another try cannot mend: bad arguments (22), access and names (42),
-/// authorization (28): stop and report. Anything else (a timeout, a conflict) is retried.
+/// authorization (28): stop and report. Anything else (a timeout, a conflict) is retried,
+/// and so is 42804, which a claim parsed just before `ALTER EXTENSION sendjobs UPDATE`
+/// and run after it gets once (README, Upgrading).
 fn is_permanent(e: &Error) -> bool {
     match e.sqlstate() {
-        Some(code) => ["22", "42", "28"]
-            .iter()
-            .any(|class| code.code().starts_with(class)),
+        Some(code) => {
+            *code != SqlState::DATATYPE_MISMATCH
+                && ["22", "42", "28"]
+                    .iter()
+                    .any(|class| code.code().starts_with(class))
+        }
         None => matches!(e, Error::Config(_) | Error::Protocol(_)),
     }
+}
+
+/// Errors a finalize may meet that the same call, a moment later, does not: a
+/// serialization failure or deadlock (40), a lock not available (55P03), a statement
+/// timeout (57014).
+fn is_transient(e: &Error) -> bool {
+    e.sqlstate().is_some_and(|code| {
+        code.code().starts_with("40")
+            || *code == SqlState::LOCK_NOT_AVAILABLE
+            || *code == SqlState::QUERY_CANCELED
+    })
 }
 
 struct SendTask {
@@ -169,8 +184,8 @@ impl SendTask {
         F: Future<Output = Outcome> + Send + 'static,
     {
         let mut handle = tokio::spawn(send(self.job.clone()));
-        let timeout = sleep(self.config.send_timeout);
-        tokio::pin!(timeout);
+        let deadline = sleep(self.config.send_timeout);
+        tokio::pin!(deadline);
         // Renew the lease every half lease, from the claim on: a send that ends within
         // half its lease costs no heartbeat.
         let half = self.config.lease / 2;
@@ -182,24 +197,27 @@ impl SendTask {
                     Ok(outcome) => outcome,
                     Err(e) if e.is_panic() => Outcome::retry("sendjobs-worker: the send panicked"),
                     Err(_) => return,
-                },
-                _ = &mut timeout => {
+                },                _ = &mut deadline => {
                     handle.abort();
                     bump(&self.counters.timed_out, 1);
                     break Outcome::retry(format!(
                         "sendjobs-worker: send timed out after {:?}", self.config.send_timeout));
-                }
-                _ = heartbeat.tick() => match self.db.heartbeat(&self.job).await {
-                    Ok(Answer::Applied) => bump(&self.counters.heartbeats, 1),
-                    Ok(Answer::Stale) => {
+                }                // Bounded by half a lease: a heartbeat stuck behind a reconnect must not
+                // keep this loop from seeing the send end, its timeout, or a shutdown.
+                _ = heartbeat.tick() => match timeout(half, self.db.heartbeat(&self.job)).await {
+                    Ok(Ok(Answer::Applied)) => bump(&self.counters.heartbeats, 1),
+                    Ok(Ok(Answer::Stale)) => {
                         // Lost: the lease expired and another worker holds the job, or it
                         // was cancelled. Stop the send; its result could not apply.
                         handle.abort();
                         bump(&self.counters.stale, 1);
                         return;
-                    }
-                    Err(e) => {
+                    }                    Ok(Err(e)) => {
                         log::warn!("sendjobs-worker: heartbeat of job {} failed: {e}", self.job.id);
+                        bump(&self.counters.errors, 1);
+                    }
+                    Err(_) => {
+                        log::warn!("sendjobs-worker: heartbeat of job {} took over {half:?}", self.job.id);
                         bump(&self.counters.errors, 1);
                     }
                 },
@@ -256,13 +274,21 @@ async fn finalize_loop(
 }
 
 async fn finalize_one(db: &Db, counters: &Counters, f: &Finished) {
-    match db.finalize(f.id, f.generation, &f.outcome).await {
-        Ok(answer) => count(counters, answer, &f.outcome),
-        Err(e) => {
-            // The job stays in flight; it comes back when its lease expires, and gives up
-            // after max_attempts (the server's invariant 8).
-            log::warn!("sendjobs-worker: finalize of job {} failed: {e}", f.id);
-            bump(&counters.errors, 1);
+    let mut tries = 0;
+    loop {
+        match db.finalize(f.id, f.generation, &f.outcome).await {
+            Ok(answer) => return count(counters, answer, &f.outcome),
+            Err(e) if is_transient(&e) && tries < 3 => {
+                tries += 1;
+                sleep(std::time::Duration::from_millis(100 << tries)).await;
+            }
+            Err(e) => {
+                // The job stays in flight; it comes back when its lease expires, and gives
+                // up after max_attempts (the server's invariant 8).
+                log::warn!("sendjobs-worker: finalize of job {} failed: {e}", f.id);
+                bump(&counters.errors, 1);
+                return;
+            }
         }
     }
 }
