@@ -36,7 +36,9 @@ fi
 # The TypeScript worker's dependencies (pinned in workers/node/package-lock.json) and its
 # build, when the lock file or the source changed since the last build.
 node_dir="$(dirname "${BASH_SOURCE[0]}")/../workers/node"
-if [ ! -f "$node_dir/dist/worker.js" ] || [ -n "$(find "$node_dir/package-lock.json" "$node_dir/src" -newer "$node_dir/dist/worker.js" 2>/dev/null)" ]; then
+if [ ! -f "$node_dir/dist/worker.js" ] || [ ! -d "$node_dir/node_modules" ] ||
+   [ -n "$(find "$node_dir/package.json" "$node_dir/package-lock.json" "$node_dir/tsconfig.json" "$node_dir/src" \
+             -newer "$node_dir/dist/worker.js" 2>/dev/null)" ]; then
   echo "setup: building the TypeScript worker (npm ci, tsc)"
   (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 fi
