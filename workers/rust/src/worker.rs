@@ -116,8 +116,8 @@ impl Worker {
                 sends.spawn(task.run(move |job| send(job)));
             }
             if got < wanted {
-                // Nothing more is due: sleep until a wake-up, the poll interval, or a send
-                // ending makes a claim worth trying (a stored wake-up ends it at once).
+                // Nothing more is due: sleep until a wake-up or the poll interval (a
+                // wake-up stored while we claimed ends it at once).
                 tokio::select! {
                     _ = &mut shutdown => break,
                     _ = db.wakeup.notified() => {}
