@@ -67,6 +67,6 @@ python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
 # scenario and each soak count as one test; a failing one has already stopped the script).
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{s += $1 + $2} END {print s + 0}')
-workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer):' "$log" || true)
+workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer|wakeup):' "$log" || true)
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
 echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + reference_passed + 3)) passed, 0 failed"

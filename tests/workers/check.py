@@ -13,7 +13,9 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
     job the partner holds for 1.5 s, A's connection is killed (pg_terminate_backend
     directly; through the pooler, its admin console's KILL, then RESUME);
   * B is resumed once A has finished its job: B's late result must be refused (stale);
-  * once every job is finished, both get SIGTERM and must exit 0 within 10 s.
+  * once every job is finished, both get SIGTERM and must exit 0 within 10 s;
+  * and, directly, a worker idle with a one-minute poll must send a job enqueued into a
+    queue with wake-ups on within 2 s (the NOTIFY, not the poll).
 
 Asserted: every job finished (sent or failed) with exactly one event of its kind;
 nothing sent twice under one generation; B's job sent by B, then by A under a new
@@ -192,6 +194,41 @@ def check_run(db, name, route, bouncer, partner, a, b):
           f"A {counters['a']}; B {counters['b']}", flush=True)
 
 
+def wakeup(worker, partner):
+    """Idle with a one-minute poll, a worker takes a job within 2 s of its enqueue: the
+    NOTIFY woke it, not the poll (directly only: a pooler in transaction mode keeps no
+    LISTEN)."""
+    name = f"workers_{worker}_wakeup"
+    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    db = psycopg.connect(dbname=name, autocommit=True)
+    db.execute("CREATE EXTENSION sendjobs")
+    db.execute("SELECT sendjobs_notify('q', true)")
+    dsn = f"postgresql://postgres@/{name}?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}"
+    env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", POLL_SECONDS="60",
+               LISTEN="1", WORKER_NAME=name)
+    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until(db, f"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '{name}' "
+                       "AND query = 'LISTEN sendjobs_wakeup'", 15, "the worker's LISTEN")
+        time.sleep(0.5)  # its first claims found nothing: it waits out its poll
+        enqueued = time.monotonic()
+        db.execute("SELECT sendjobs_enqueue('{}', 'q')")
+        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 2, "the woken worker's send")
+        elapsed = time.monotonic() - enqueued
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=10)
+        counters = json.loads(out.strip().splitlines()[-1])
+        assert counters["wakeups"] >= 1, f"no wake-up counted: {counters}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        db.close()
+    print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", default="python,node")
@@ -204,6 +241,7 @@ def main(argv):
         for worker in a.workers.split(","):
             for route in a.routes.split(","):
                 scenario(worker, route, partner, bouncer)
+            wakeup(worker, partner)
     finally:
         if bouncer:
             bouncer.stop()
