@@ -6,6 +6,7 @@ database of the cluster named by PGHOST/PGPORT (scripts/test.sh starts a throwaw
 the ```text block right after it must be exactly what psql printed. Then:
 
   * every function of the extension that is not internal has a "### `name(" heading;
+  * every table of the extension is in the Tables example;
   * every setting `sendjobs.*` the library defines is named;
   * every SQLSTATE in src/errors.rs is named.
 
@@ -73,6 +74,12 @@ def coverage(doc):
     for name in re.findall(r"^\s*(sendjobs_\w+)\s*$", functions, re.M):
         if not re.search(rf"^### `{name}\(", doc, re.M):
             missing.append(f"function {name}")
+    tables = psql("SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid "
+                  "AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relkind = 'r' "
+                  "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs');\n")
+    for name in re.findall(r"^\s*(send\w+)\s*$", tables, re.M):
+        if f"'{name}'::regclass" not in doc:
+            missing.append(f"table {name}")
     settings = psql("LOAD 'sendjobs';\nSELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
     for name in re.findall(r"^\s*(sendjobs\.\w+)\s*$", settings, re.M):
         if f"`{name}`" not in doc:
