@@ -51,14 +51,16 @@ echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
 
+# The Rust worker's tests need a server: built first, then run against a throwaway
+# cluster (its own database per test) with the package installed above, and some of them
+# again through PgBouncer by tests/workers/check.py.
+cargo test -p sendjobs-worker --no-run
+
 # The example workers in Python and TypeScript, directly and through PgBouncer.
-echo "== the Python and TypeScript workers (tests/workers/check.py) =="
+echo "== the Python and TypeScript workers, and the Rust one through PgBouncer (tests/workers/check.py) =="
 python3 tests/cluster.py run --name sendjobs-workers -- /usr/bin/python3 tests/workers/check.py 2>&1 | tee -a "$log"
 
-# The worker's tests need a server: built first, then run against a throwaway cluster
-# (its own database per test) with the package installed above.
 echo "== the Rust worker (workers/rust/) =="
-cargo test -p sendjobs-worker --no-run
 python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
   'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-worker -- --include-ignored' \
   2>&1 | tee -a "$log"
@@ -68,5 +70,6 @@ python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{s += $1 + $2} END {print s + 0}')
 workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer|wakeup):' "$log" || true)
+rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
-echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + reference_passed + 3)) passed, 0 failed"
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + 3)) passed, 0 failed"

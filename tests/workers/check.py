@@ -17,6 +17,9 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
   * and, directly, a worker idle with a one-minute poll must send a job enqueued into a
     queue with wake-ups on within 2 s (the NOTIFY, not the poll).
 
+Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a worker
+session of their own (workers/rust/tests/live.rs).
+
 Asserted: every job finished (sent or failed) with exactly one event of its kind;
 nothing sent twice under one generation; B's job sent by B, then by A under a new
 generation; B counted a stale answer; A reconnected; the send that outlived A's
@@ -28,6 +31,7 @@ connection was finalized on the new one (its job needed one attempt).
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -229,6 +233,28 @@ def wakeup(worker, partner):
     print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
 
 
+# The Rust crate's tests that need neither LISTEN nor a worker session of their own (its
+# other tests kill the worker's backend, or wait on its lock, by application_name).
+RUST_POOLER_SAFE = ["a_lost_job_stops_its_send", "shutdown_finishes_or_abandons_running_sends",
+                    "a_refused_claim_is_an_error_with_its_sqlstate"]
+
+
+def rust_through_pooler(bouncer):
+    """sendjobs-worker's own tests, the worker connected through the pooler (built by
+    scripts/test.sh before this runs)."""
+    env = dict(os.environ,
+               SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
+               SENDJOBS_WORKER_TEST_POOLER=f"host=127.0.0.1 port={bouncer.port} user=postgres")
+    out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
+                          "--include-ignored", "--exact", *RUST_POOLER_SAFE],
+                         cwd=ROOT, env=env, capture_output=True, text=True)
+    passed = re.search(r"test result: ok\. (\d+) passed", out.stdout)
+    assert out.returncode == 0 and passed and int(passed.group(1)) == len(RUST_POOLER_SAFE), \
+        f"sendjobs-worker through PgBouncer:\n{out.stdout}{out.stderr}"
+    print(f"   rust pgbouncer: {passed.group(1)} of sendjobs-worker's tests passed through the pooler "
+          f"({', '.join(RUST_POOLER_SAFE)})", flush=True)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", default="python,node")
@@ -242,6 +268,8 @@ def main(argv):
             for route in a.routes.split(","):
                 scenario(worker, route, partner, bouncer)
             wakeup(worker, partner)
+        if bouncer:
+            rust_through_pooler(bouncer)
     finally:
         if bouncer:
             bouncer.stop()

@@ -1,6 +1,11 @@
 //! The worker against the real extension: each test makes its own database in the
 //! server that `SENDJOBS_WORKER_TEST_DSN` names (a superuser's libpq connection string;
 //! scripts/test.sh starts a throwaway cluster for it and runs these with `--ignored`).
+//!
+//! With `SENDJOBS_WORKER_TEST_POOLER` set (the connection string of a PgBouncer in
+//! transaction mode in front of that server), the workers connect through the pooler,
+//! without LISTEN, while the tests' own connections stay direct. tests/workers/check.py
+//! runs the tests that need neither LISTEN nor a session of their own that way.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,13 +28,19 @@ async fn database(name: &str) -> (String, Client) {
     ] {
         admin.batch_execute(&sql).await.unwrap();
     }
-    let dsn = format!("{base} dbname={name}");
-    let client = connect(&dsn).await;
+    let client = connect(&format!("{base} dbname={name}")).await;
     client
         .batch_execute("CREATE EXTENSION sendjobs")
         .await
         .unwrap();
-    (dsn, client)
+    let workers_base = std::env::var("SENDJOBS_WORKER_TEST_POOLER").unwrap_or(base);
+    (format!("{workers_base} dbname={name}"), client)
+}
+
+/// A worker's settings: through a pooler, without LISTEN (it does not survive there).
+fn worker_config(dsn: impl Into<String>) -> Config {
+    let pooled = std::env::var_os("SENDJOBS_WORKER_TEST_POOLER").is_some();
+    Config::new(dsn).listen(!pooled)
 }
 
 async fn connect(dsn: &str) -> Client {
@@ -150,7 +161,7 @@ async fn every_job_is_finished_once_through_a_killed_connection_and_a_stall() {
                 .enable_all()
                 .build()
                 .unwrap();
-            let config = Config::new(dsn)
+            let config = worker_config(dsn)
                 .queue("q")
                 .batch(1)
                 .concurrency(1)
@@ -191,7 +202,7 @@ async fn every_job_is_finished_once_through_a_killed_connection_and_a_stall() {
     // Worker A: 10 sends at once; the send of job 100 takes 1.5 s, and its connection is
     // killed meanwhile.
     let killed_mid_send = Arc::new(tokio::sync::Notify::new());
-    let config = Config::new(dsn.clone())
+    let config = worker_config(dsn.clone())
         .queue("q")
         .batch(10)
         .concurrency(10)
@@ -276,7 +287,7 @@ async fn a_wakeup_ends_the_idle_wait() {
     db.batch_execute("SELECT sendjobs_notify('q', true)")
         .await
         .unwrap();
-    let config = Config::new(dsn)
+    let config = worker_config(dsn)
         .queue("q")
         .poll_interval(Duration::from_secs(60));
     let worker = Worker::new(config).unwrap();
@@ -299,7 +310,7 @@ async fn a_wakeup_ends_the_idle_wait() {
 async fn a_lost_job_stops_its_send() {
     let (dsn, db) = database("worker_cancel").await;
     enqueue(&db, 1).await;
-    let config = Config::new(dsn)
+    let config = worker_config(dsn)
         .queue("q")
         .lease(Duration::from_millis(400));
     let worker = Worker::new(config).unwrap();
@@ -361,7 +372,7 @@ async fn shutdown_finishes_or_abandons_running_sends() {
     ] {
         let (dsn, db) = database(name).await;
         enqueue(&db, 1).await;
-        let config = Config::new(dsn).queue("q").shutdown(mode);
+        let config = worker_config(dsn).queue("q").shutdown(mode);
         let worker = Worker::new(config).unwrap();
         let send = |_job: Job| async {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -400,7 +411,7 @@ async fn shutdown_finishes_or_abandons_running_sends() {
 #[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
 async fn a_refused_claim_is_an_error_with_its_sqlstate() {
     let (dsn, _db) = database("worker_refused").await;
-    let worker = Worker::new(Config::new(dsn).batch(1_000_001).concurrency(1_000_001)).unwrap();
+    let worker = Worker::new(worker_config(dsn).batch(1_000_001).concurrency(1_000_001)).unwrap();
     let run = worker.run(|_job| async { Outcome::Sent }, std::future::pending());
     let error = tokio::time::timeout(Duration::from_secs(10), run)
         .await
@@ -422,7 +433,7 @@ async fn a_call_cut_by_a_lost_connection_is_made_again() {
     let (dsn, db) = database("worker_cut_call").await;
     let locker = connect(&dsn).await;
     enqueue(&db, 1).await;
-    let config = Config::new(dsn)
+    let config = worker_config(dsn)
         .queue("q")
         .reconnect_backoff(Duration::from_millis(50), Duration::from_millis(400))
         .application_name("worker-cut");
