@@ -233,9 +233,11 @@ def wakeup(worker, partner):
     print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
 
 
-# The Rust crate's tests that need neither LISTEN nor a worker session of their own (its
-# other tests kill the worker's backend, or wait on its lock, by application_name).
-RUST_POOLER_SAFE = ["a_lost_job_stops_its_send", "shutdown_finishes_or_abandons_running_sends",
+# The Rust crate's tests that need neither LISTEN nor a worker's session by name (the
+# others wait for a wake-up, or find the worker's backend waiting on a lock by its
+# application_name); their killed connection is the pooler's KILL.
+RUST_POOLER_SAFE = ["every_job_is_finished_once_through_a_killed_connection_and_a_stall",
+                    "a_lost_job_stops_its_send", "shutdown_finishes_or_abandons_running_sends",
                     "a_refused_claim_is_an_error_with_its_sqlstate"]
 
 
@@ -244,7 +246,8 @@ def rust_through_pooler(bouncer):
     scripts/test.sh before this runs)."""
     env = dict(os.environ,
                SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
-               SENDJOBS_WORKER_TEST_POOLER=f"host=127.0.0.1 port={bouncer.port} user=postgres")
+               SENDJOBS_WORKER_TEST_POOLER=f"host=127.0.0.1 port={bouncer.port} user=postgres",
+               SENDJOBS_WORKER_TEST_POOLER_ADMIN=f"host=127.0.0.1 port={bouncer.port} user=postgres dbname=pgbouncer")
     out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
                           "--include-ignored", "--exact", *RUST_POOLER_SAFE],
                          cwd=ROOT, env=env, capture_output=True, text=True)

@@ -4,8 +4,9 @@
 //!
 //! With `SENDJOBS_WORKER_TEST_POOLER` set (the connection string of a PgBouncer in
 //! transaction mode in front of that server), the workers connect through the pooler,
-//! without LISTEN, while the tests' own connections stay direct. tests/workers/check.py
-//! runs the tests that need neither LISTEN nor a session of their own that way.
+//! without LISTEN, while the tests' own connections stay direct; a killed connection is
+//! the pooler's `KILL` (`SENDJOBS_WORKER_TEST_POOLER_ADMIN`). tests/workers/check.py runs
+//! the tests that need neither LISTEN nor a worker's session by name that way.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -108,7 +109,21 @@ async fn wait_until(client: &Client, sql: &str, within: Duration) -> bool {
 const ALL_SENT: &str = "SELECT bool_and(status = 'sent') FROM send_jobs";
 
 /// Ends the one connection whose application_name is `name`, as a crash or a DBA would.
+/// Through a pooler (`SENDJOBS_WORKER_TEST_POOLER_ADMIN`, its admin console), the
+/// pooler's `KILL` of the database ends every worker connection to it instead.
 async fn kill_connection(db: &Client, name: &str) {
+    if let Ok(admin) = std::env::var("SENDJOBS_WORKER_TEST_POOLER_ADMIN") {
+        let database: String = db
+            .query_one("SELECT current_database()::text", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let console = connect(&admin).await;
+        for command in [format!("KILL {database}"), format!("RESUME {database}")] {
+            console.simple_query(&command).await.unwrap();
+        }
+        return;
+    }
     let sql =
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1";
     let killed: i64 = db.query_one(sql, &[&name]).await.unwrap().get(0);
