@@ -271,11 +271,12 @@ def read_database(conn):
         db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
                                       "next_at", "lease_end", "finished_at", "last_error", "redrive_of",
                                       "queue", "payload"), r)) for r in cur.fetchall()}
-        cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue"
+        cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue, id"
                     "  FROM public.send_job_events")
         db["events"] = collections.defaultdict(list)
-        for job_id, txn, kind, gen, created_at, queue in cur.fetchall():
-            db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen, "at": created_at, "queue": queue})
+        for job_id, txn, kind, gen, created_at, queue, event_id in cur.fetchall():
+            db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen, "at": created_at, "queue": queue,
+                                         "id": event_id})
         cur.execute("SELECT id, status FROM public.transactions")
         db["business"] = dict(cur.fetchall())
         cur.execute("SELECT transaction_id, old_status, new_status FROM public.transaction_history ORDER BY id")
