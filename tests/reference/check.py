@@ -27,14 +27,26 @@ MARK = "@@ example {} @@"
 DATABASE = "sendjobs_reference"
 
 
-def psql(sql, db=DATABASE):
-    # VERBOSITY verbose puts the SQLSTATE in each error line; its LOCATION lines (our
-    # source files) and psql's own "psql:<stdin>:N:" prefixes are dropped below.
-    script = "\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + sql
-    out = subprocess.run(["psql", "-X", "-q", "-d", db], input=script, text=True,
-                         capture_output=True, check=True)
-    text = re.sub(r"^psql:<stdin>:\d+: ", "", out.stdout + out.stderr, flags=re.M)
-    return re.sub(r"^LOCATION: .*\n", "", text, flags=re.M)
+def psql(script):
+    """Runs `script` in one psql session on the reference's database: its exit status,
+    stdout and stderr. VERBOSITY verbose puts the SQLSTATE in each error line (see without_noise)."""
+    out = subprocess.run(["psql", "-X", "-q", "-d", DATABASE], text=True, capture_output=True,
+                         input="\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + script)
+    return out.returncode, out.stdout, out.stderr
+
+
+def without_noise(errors):
+    """psql's "psql:<stdin>:N:" prefixes and the LOCATION lines (our source files) out."""
+    errors = re.sub(r"^psql:<stdin>:\d+: ", "", errors, flags=re.M)
+    return re.sub(r"^LOCATION: .*\n", "", errors, flags=re.M)
+
+
+def query(sql):
+    """A catalog query's output, for the coverage checks: it must not fail."""
+    status, stdout, stderr = psql(sql)
+    if status != 0 or "ERROR:" in stderr:
+        raise RuntimeError(f"the coverage query failed: {stderr}")
+    return stdout
 
 
 def run_examples(blocks):
@@ -42,21 +54,12 @@ def run_examples(blocks):
                     "-c", f"CREATE DATABASE {DATABASE}"], check=True)
     # stdout and stderr are read apart: each example echoes a mark to both, so that the
     # two streams can be cut at the same places and put back in order within a block.
-    script = "".join(f"\\echo '{MARK.format(i)}'\n\\warn '{MARK.format(i)}'\n{sql}"
-                     for i, (sql, _) in enumerate(blocks))
-    script = "\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + script
-    out = subprocess.run(["psql", "-X", "-q", "-d", DATABASE], input=script, text=True,
-                         capture_output=True)
-    outputs = []
-    stdout, stderr = split(out.stdout, len(blocks)), split(out.stderr, len(blocks))
-    for o, e in zip(stdout, stderr):
-        # psql prints a statement's result before the next statement's error, so within
-        # an example the errors follow the results only when the error comes last; the
-        # examples are written that way (one failing statement, at the end).
-        e = re.sub(r"^psql:<stdin>:\d+: ", "", e, flags=re.M)
-        e = re.sub(r"^LOCATION: .*\n", "", e, flags=re.M)
-        outputs.append(o + e)
-    return outputs
+    _, stdout, stderr = psql("".join(f"\\echo '{MARK.format(i)}'\n\\warn '{MARK.format(i)}'\n{sql}"
+                                  for i, (sql, _) in enumerate(blocks)))
+    # psql prints a statement's result before the next statement's error, so within an
+    # example the errors follow the results only when the error comes last; the examples
+    # are written that way (one failing statement, at the end).
+    return [o + without_noise(e) for o, e in zip(split(stdout, len(blocks)), split(stderr, len(blocks)))]
 
 
 def split(text, n):
@@ -67,20 +70,20 @@ def split(text, n):
 
 def coverage(doc):
     missing = []
-    functions = psql("SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid "
+    functions = query("SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid "
                      "AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e' "
                      "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs') "
                      "AND obj_description(p.oid, 'pg_proc') NOT LIKE 'Internal:%';\n")
     for name in re.findall(r"^\s*(sendjobs_\w+)\s*$", functions, re.M):
         if not re.search(rf"^### `{name}\(", doc, re.M):
             missing.append(f"function {name}")
-    tables = psql("SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid "
+    tables = query("SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid "
                   "AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relkind = 'r' "
                   "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs');\n")
     for name in re.findall(r"^\s*(send\w+)\s*$", tables, re.M):
         if f"'{name}'::regclass" not in doc:
             missing.append(f"table {name}")
-    settings = psql("LOAD 'sendjobs';\nSELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
+    settings = query("LOAD 'sendjobs';\nSELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
     for name in re.findall(r"^\s*(sendjobs\.\w+)\s*$", settings, re.M):
         if f"`{name}`" not in doc:
             missing.append(f"setting {name}")
