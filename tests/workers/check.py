@@ -105,15 +105,23 @@ def wait_until(conn, query, within, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def scenario(worker, route, partner, bouncer):
-    name = f"workers_{worker}_{route}"
+def fresh_database(name, *settings):
+    """A new database `name` with the extension, `settings` set on it (not with SET: on a
+    pooled connection that would leak); a connection to it, and its direct URL (both
+    libpq and node-postgres read URLs)."""
     with psycopg.connect(dbname="postgres", autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {name}")
-        # The retry backoff for this database only: a SET on a pooled connection would leak.
-        admin.execute(f"ALTER DATABASE {name} SET sendjobs.retry_backoff_base = '100ms'")
+        for setting in settings:
+            admin.execute(f"ALTER DATABASE {name} SET {setting}")
     db = psycopg.connect(dbname=name, autocommit=True)
     db.execute("CREATE EXTENSION sendjobs")
+    return db, f"postgresql://postgres@/{name}?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}"
+
+
+def scenario(worker, route, partner, bouncer):
+    name = f"workers_{worker}_{route}"
+    db, direct = fresh_database(name, "sendjobs.retry_backoff_base = '100ms'")
     # Job 1 (B's) and job 50 (killed mid-send) are held by the partner for a while, and
     # belong to transactions the partner accepts at once.
     txns = []
@@ -127,11 +135,7 @@ def scenario(worker, route, partner, bouncer):
     db.execute("""SELECT sendjobs_enqueue(p::jsonb, 'q', transaction_id => t, max_attempts => 3)
                     FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(p, t, n) ORDER BY n""",
                (payloads, txns))
-    # URLs: both libpq (psycopg) and node-postgres read them.
-    if route == "direct":
-        dsn = f"postgresql://postgres@/{name}?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}"
-    else:
-        dsn = f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}"
+    dsn = direct if route == "direct" else f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}"
 
     def start(tag, batch):
         env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH=str(batch),
@@ -203,13 +207,8 @@ def wakeup(worker, partner):
     NOTIFY woke it, not the poll (directly only: a pooler in transaction mode keeps no
     LISTEN)."""
     name = f"workers_{worker}_wakeup"
-    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {name}")
-    db = psycopg.connect(dbname=name, autocommit=True)
-    db.execute("CREATE EXTENSION sendjobs")
+    db, dsn = fresh_database(name)
     db.execute("SELECT sendjobs_notify('q', true)")
-    dsn = f"postgresql://postgres@/{name}?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}"
     env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", POLL_SECONDS="60",
                LISTEN="1", WORKER_NAME=name)
     process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
