@@ -14,8 +14,10 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
     directly; through the pooler, its admin console's KILL, then RESUME);
   * B is resumed once A has finished its job: B's late result must be refused (stale);
   * once every job is finished, both get SIGTERM and must exit 0 within 10 s;
-  * and, directly, a worker idle with a one-minute poll must send a job enqueued into a
-    queue with wake-ups on within 2 s (the NOTIFY, not the poll).
+  * directly, a worker idle with a one-minute poll must send a job enqueued into a
+    queue with wake-ups on within 2 s (the NOTIFY, not the poll);
+  * through the pooler, two workers (one sending, one idle) get SIGTERM while the pooler
+    refuses their database: both must exit 0 within a lease and a few seconds.
 
 Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a worker
 session of their own (workers/rust/tests/live.rs).
@@ -23,7 +25,8 @@ session of their own (workers/rust/tests/live.rs).
 Asserted: every job finished (sent or failed) with exactly one event of its kind;
 nothing sent twice under one generation; B's job sent by B, then by A under a new
 generation; B counted a stale answer; A reconnected; the send that outlived A's
-connection was finalized on the new one (its job needed one attempt).
+connection was finalized on the new one (its job needed one attempt); the jobs of its
+batch were finalized before its send ended.
 
     python3 tests/workers/check.py [--workers python,node] [--routes direct,pgbouncer]
 """
@@ -198,6 +201,11 @@ def check_run(db, name, route, bouncer, partner, a, b):
     job_50 = db.execute("SELECT status, attempts FROM send_jobs WHERE id = 50").fetchone()
     assert job_50 == ("sent", 1) and [g for j, g in sends if j == 50] == [1], \
         f"job 50, cut mid-send, was not finalized on A's new connection: {job_50}"
+    # Each job is finalized when its send ends, not when its batch's last send does.
+    early = db.execute("""SELECT count(*) FROM send_jobs j, send_jobs slow
+                           WHERE slow.id = 50 AND j.id <> 50 AND j.claimed_at = slow.claimed_at
+                             AND j.finished_at < slow.finished_at - interval '1 s'""").fetchone()[0]
+    assert early >= 1, "no job of job 50's batch was finalized before job 50's send ended"
     print(f"   {name.split('_')[1]} {route}: {JOBS} jobs, {jobs[3]} failed for good, {len(sends)} sends; "
           f"A {counters['a']}; B {counters['b']}", flush=True)
 
@@ -230,6 +238,48 @@ def wakeup(worker, partner):
             process.wait()
         db.close()
     print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
+
+
+def stop_while_away(worker, partner, bouncer):
+    """SIGTERM while the database is away (the pooler refuses the database and has
+    dropped its connections): a worker sending a job gives up its finalize once a lease
+    has passed, an idle one gives up its claim at once, and both exit 0. The job stays
+    in flight, to come back after its lease."""
+    name = f"workers_{worker}_away"
+    db, _ = fresh_database(name)
+    db.execute("""SELECT sendjobs_enqueue('{"delay": 1.0}', 'q')""")
+    processes = {}
+    try:
+        for tag in ("sending", "idle"):
+            env = dict(os.environ, DATABASE_URL=f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}",
+                       PARTNER_URL=partner.url, QUEUE="q", LEASE_SECONDS=str(LEASE_SECONDS),
+                       POLL_SECONDS="0.2", LISTEN="0", WORKER_NAME=f"{name}-{tag}")
+            processes[tag] = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+            if tag == "sending":
+                wait_until(db, "SELECT status = 'in_flight' FROM send_jobs", 15, "the job's claim")
+        time.sleep(0.3)  # both claim in a loop now (the idle one every 0.2 s)
+        bouncer.admin(f"DISABLE {name}")
+        bouncer.admin(f"KILL {name}")
+        time.sleep(0.5)  # the idle one is retrying its claim
+        for process in processes.values():
+            process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        for tag, process in processes.items():
+            out, _ = process.communicate(timeout=LEASE_SECONDS + 5)
+            assert process.returncode == 0, f"{tag} worker exited with {process.returncode}"
+            json.loads(out.strip().splitlines()[-1])
+        elapsed = time.monotonic() - signalled
+        job = db.execute("SELECT status, attempts FROM send_jobs").fetchone()
+        assert job == ("in_flight", 1), f"the job whose finalize was given up: {job}"
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        bouncer.admin(f"RESUME {name}")
+        bouncer.admin(f"ENABLE {name}")
+        db.close()
+    print(f"   {worker} away: both workers exited {elapsed:.1f} s after SIGTERM, the database away", flush=True)
 
 
 # The Rust crate's tests that need neither LISTEN nor a worker's session by name (the
@@ -270,6 +320,8 @@ def main(argv):
             for route in a.routes.split(","):
                 scenario(worker, route, partner, bouncer)
             wakeup(worker, partner)
+            if bouncer:
+                stop_while_away(worker, partner, bouncer)
         if bouncer:
             rust_through_pooler(bouncer)
     finally:

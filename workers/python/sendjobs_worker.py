@@ -5,7 +5,10 @@ timeout, heartbeats every half lease until the job is finalized (and stops the s
 the job is lost), finalizes each job as soon as its send ends, wakes on NOTIFY
 sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or SIGINT stops
 claiming, lets the running sends finish, finalizes them and exits, printing its counters
-as one JSON line. The next batch is claimed once the whole batch is finalized.
+as one JSON line. The next batch is claimed once the whole batch is finalized. If the
+database is away at the signal, a finalize is tried until a lease has passed, then given
+up (its job comes back after its lease); put connect_timeout in DATABASE_URL so that no
+connection attempt hangs.
 
     DATABASE_URL="host=/var/run/postgresql dbname=app user=app_worker" \\
     PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 \\
@@ -59,6 +62,7 @@ class Worker:
         self.conn = None
         self.connecting = asyncio.Lock()
         self.stopping = asyncio.Event()
+        self.stopped_at = None  # the loop's time of the signal
         self.wakeup = asyncio.Event()
         self.counters = dict.fromkeys(["claimed", "sent", "failed", "retried", "stale",
                                        "heartbeats", "wakeups", "reconnects", "errors"], 0)
@@ -72,12 +76,15 @@ class Worker:
         conn.add_notice_handler(lambda d: log.warning("server %s: %s", d.severity, d.message_primary))
         return conn
 
-    async def call(self, query, params):
+    async def call(self, query, params, *, claim=False):
         """Runs one statement; after a lost connection, again on a new one. Every call but
         the claim is fenced by id and generation, so making it twice changes nothing the
         first did not; a claim whose answer was lost leaves its jobs to their lease (an
-        attempt each)."""
+        attempt each). Once the worker is stopping, a claim is not made again, and another
+        call only until a lease has passed since the signal: after that its job's lease
+        has expired anyway, and a database that stays away must not keep the worker."""
         delay = 0.1
+        loop = asyncio.get_running_loop()
         while True:
             conn = self.conn
             try:
@@ -89,12 +96,20 @@ class Worker:
             except psycopg.Error as e:
                 if not connection_lost(conn, e):
                     raise
-                log.warning("connection lost (%s); again in %.1f s", e, delay)
                 if conn is not None and self.conn is conn:  # not replaced by another task yet
                     self.conn = None
                     self.counters["reconnects"] += 1
                     await conn.close()
-                await asyncio.sleep(delay)
+                if self.stopping.is_set() and (claim or loop.time() > self.stopped_at + self.lease.total_seconds()):
+                    raise
+                log.warning("connection lost (%s); again in %.1f s", e, delay)
+                if self.stopping.is_set():
+                    await asyncio.sleep(delay)
+                else:  # a signal ends the wait
+                    try:
+                        await asyncio.wait_for(self.stopping.wait(), delay)
+                    except asyncio.TimeoutError:
+                        pass
                 delay = min(delay * 2, 5.0)
 
     async def reconnect(self):
@@ -165,19 +180,26 @@ class Worker:
 
     # -- the loop ---------------------------------------------------------------------
 
+    def stop(self):
+        if not self.stopping.is_set():
+            self.stopped_at = asyncio.get_running_loop().time()
+            self.stopping.set()
+
     async def run(self):
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stopping.set)
+            loop.add_signal_handler(sig, self.stop)
         self.conn = await self.connect()  # the first connection fails fast (a wrong password)
         listener = asyncio.create_task(self.listen_for_wakeups()) if self.listen else None
         while not self.stopping.is_set():
             self.wakeup.clear()
             try:
-                rows = await self.call(self.sql_claim, (self.batch, self.lease, self.queue))
+                rows = await self.call(self.sql_claim, (self.batch, self.lease, self.queue), claim=True)
             except psycopg.Error as e:
                 if is_permanent(e):  # a bad argument, a missing grant: waiting will not mend it
                     raise
+                if self.stopping.is_set():
+                    break
                 log.warning("claim failed (%s); again in %g s", e, self.poll)
                 self.counters["errors"] += 1
                 rows = []

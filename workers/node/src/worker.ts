@@ -5,7 +5,9 @@
 // finalizes each job as soon as its send ends, wakes on NOTIFY sendjobs_wakeup,
 // reconnects after a lost connection, and on SIGTERM or SIGINT stops claiming, lets the
 // running sends finish, finalizes them and exits, printing its counters as one JSON line.
-// The next batch is claimed once the whole batch is finalized.
+// The next batch is claimed once the whole batch is finalized. If the database is away at
+// the signal, a finalize is tried until a lease has passed, then given up (its job comes
+// back after its lease); put connect_timeout in DATABASE_URL so that no attempt hangs.
 //
 //   npm ci && npm run build
 //   DATABASE_URL=postgres://app_worker@/app?host=/var/run/postgresql \
@@ -59,7 +61,12 @@ const permanent = (e: any) => ["22", "28", "42"].includes((e?.code ?? "").slice(
 export class Worker {
   counters = { claimed: 0, sent: 0, failed: 0, retried: 0, stale: 0, heartbeats: 0, wakeups: 0, reconnects: 0, errors: 0 };
   private client: Promise<Client> | null = null;
+  // The calls of the running jobs, one at a time on the connection: node-postgres queues
+  // a query sent while another runs, but that is deprecated (it warns, and pg 9 drops it).
+  private calls: Promise<unknown> = Promise.resolve();
   private stopping = false;
+  private stoppedAt = 0; // Date.now() at the signal
+  private stopWait: (() => void) | null = null; // ends a wait between connection attempts
   private wake: (() => void) | null = null;
   private sql: Record<"claim" | "heartbeat" | "finalize", string>;
 
@@ -100,22 +107,33 @@ export class Worker {
   // claim is fenced by id and generation, so making it twice changes nothing the first
   // did not; a claim whose answer was lost leaves its jobs to their lease (an attempt each).
   // Calls share one connection, opened once however many find it gone (one promise).
-  private async call(text: string, values: unknown[]): Promise<any[]> {
+  // Once the worker is stopping, a claim is not made again, and another call only until a
+  // lease has passed since the signal: after that its job's lease has expired anyway, and
+  // a database that stays away must not keep the worker.
+  private async call(text: string, values: unknown[], claim = false): Promise<any[]> {
     let delay = 100;
     for (;;) {
       const pending = (this.client ??= this.connect());
       try {
-        return (await (await pending).query(text, values)).rows;
+        const client = await pending;
+        const result = this.calls.then(() => client.query(text, values));
+        this.calls = result.catch(() => {});
+        return (await result).rows;
       } catch (e: any) {
         if (!connectionLost(e)) throw e;
-        console.error(`sendjobs-worker: connection lost (${e.message}); again in ${delay} ms`);
         if (this.client === pending) {
           // Not replaced by another call yet: this one closes it and counts.
           this.client = null;
           this.counters.reconnects++;
           pending.then((c) => c.end()).catch(() => {});
         }
-        await sleep(delay);
+        if (this.stopping && (claim || Date.now() > this.stoppedAt + this.options.leaseSeconds * 1000)) throw e;
+        console.error(`sendjobs-worker: connection lost (${e.message}); again in ${delay} ms`);
+        if (this.stopping) await sleep(delay);
+        else await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          this.stopWait = () => (clearTimeout(timer), resolve()); // a signal ends the wait
+        });
         delay = Math.min(delay * 2, 5000);
       }
     }
@@ -197,8 +215,10 @@ export class Worker {
 
   async run() {
     const stop = () => {
+      if (!this.stopping) this.stoppedAt = Date.now();
       this.stopping = true;
       this.wake?.();
+      this.stopWait?.();
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
@@ -210,9 +230,10 @@ export class Worker {
       const idle = new Promise<void>((resolve) => (this.wake = () => ((woken = true), resolve())));
       let jobs: Job[] = [];
       try {
-        jobs = await this.call(this.sql.claim, [batch, leaseSeconds, queue]);
+        jobs = await this.call(this.sql.claim, [batch, leaseSeconds, queue], true);
       } catch (e: any) {
         if (permanent(e)) throw e; // a bad argument, a missing grant: waiting will not mend it
+        if (this.stopping) break;
         console.error(`sendjobs-worker: claim failed (${e.message}); again in ${pollSeconds} s`);
         this.counters.errors++;
       }
