@@ -9,7 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::{watch, Mutex, Notify};
+use tokio::time::Instant;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
@@ -81,6 +82,19 @@ pub(crate) struct Db {
     /// Notified for each wake-up of the worker's queue (`LISTEN sendjobs_wakeup`).
     pub(crate) wakeup: Arc<Notify>,
     counters: Arc<Counters>,
+    /// When the worker was told to stop: from then on, a call that finds the connection
+    /// gone gives up rather than wait for the database for ever ([`Call`]).
+    stopped_at: watch::Sender<Option<Instant>>,
+}
+
+/// Which call, for how long it outlives a stop while the database is away.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// A claim is given up at once: a stopping worker wants no more jobs.
+    Claim,
+    /// A heartbeat or finalize, until a lease has passed since the stop: after that its
+    /// job's lease has expired anyway (it comes back to be claimed again).
+    Fenced,
 }
 
 impl Db {
@@ -92,6 +106,7 @@ impl Db {
             current: Mutex::new(None),
             wakeup: Arc::new(Notify::new()),
             counters,
+            stopped_at: watch::Sender::new(None),
         };
         let client = db.open().await?;
         *db.current.lock().await = Some(client);
@@ -146,23 +161,51 @@ impl Db {
         Ok(Arc::new(client))
     }
 
-    /// The open connection, or a new one: tried until it opens, backing off.
-    async fn client(&self) -> Arc<Client> {
+    /// The worker is stopping: calls that find the connection gone give up (see [`Call`]).
+    pub(crate) fn stop(&self) {
+        self.stopped_at.send_if_modified(|at| {
+            let first = at.is_none();
+            if first {
+                *at = Some(Instant::now());
+            }
+            first
+        });
+    }
+
+    fn gives_up(&self, call: Call) -> bool {
+        self.stopped_at
+            .borrow()
+            .is_some_and(|at| call == Call::Claim || at.elapsed() > self.config.lease)
+    }
+
+    /// The open connection, or a new one: tried until it opens, backing off (or until
+    /// the call gives up, the worker stopping).
+    async fn client(&self, call: Call) -> Result<Arc<Client>> {
         let mut current = self.current.lock().await;
         if let Some(client) = current.as_ref().filter(|c| !c.is_closed()) {
-            return client.clone();
+            return Ok(client.clone());
         }
         let mut delay = self.config.reconnect_min;
+        let mut stopped = self.stopped_at.subscribe();
         loop {
-            tokio::time::sleep(delay).await;
+            // A stop ends the wait (once: then the budget of `call` decides).
+            if stopped.borrow_and_update().is_none() {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = stopped.changed() => {}
+                }
+            } else {
+                tokio::time::sleep(delay).await;
+            }
             match self.open().await {
                 Ok(client) => {
                     bump(&self.counters.reconnects, 1);
                     // A wake-up may have been missed while the connection was down.
                     self.wakeup.notify_one();
                     *current = Some(client.clone());
-                    return client;
+                    return Ok(client);
                 }
+                Err(e) if self.gives_up(call) => return Err(e),
                 Err(e) => {
                     log::warn!("sendjobs-worker: reconnecting in {delay:?}: {e}");
                     delay = (delay * 2).min(self.config.reconnect_max);
@@ -172,18 +215,21 @@ impl Db {
     }
 
     /// Runs `call` on the connection; on a lost connection, again on a new one.
-    async fn run<T, F, Fut>(&self, call: F) -> Result<T>
+    async fn run<T, F, Fut>(&self, kind: Call, call: F) -> Result<T>
     where
         F: Fn(Arc<Client>) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     {
         loop {
-            let client = self.client().await;
+            let client = self.client(kind).await?;
             match call(client.clone()).await.map_err(Error::from) {
                 Err(e) if e.is_connection_lost() => {
                     let mut current = self.current.lock().await;
                     if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &client)) {
                         *current = None;
+                    }
+                    if self.gives_up(kind) {
+                        return Err(e);
                     }
                 }
                 other => return other,
@@ -193,11 +239,14 @@ impl Db {
 
     async fn query(
         &self,
+        kind: Call,
         sql: &str,
         params: &[(&(dyn ToSql + Sync), Type)],
     ) -> Result<Vec<tokio_postgres::Row>> {
-        self.run(|client| async move { client.query_typed(sql, params).await })
-            .await
+        self.run(kind, |client| async move {
+            client.query_typed(sql, params).await
+        })
+        .await
     }
 
     pub(crate) async fn claim(&self, batch: u32) -> Result<Vec<Job>> {
@@ -205,6 +254,7 @@ impl Db {
         let lease = self.config.lease.as_secs_f64();
         let rows = self
             .query(
+                Call::Claim,
                 &self.statements.claim,
                 &[
                     (&batch, Type::INT4),
@@ -233,6 +283,7 @@ impl Db {
         let lease = self.config.lease.as_secs_f64();
         let rows = self
             .query(
+                Call::Fenced,
                 &self.statements.heartbeat,
                 &[
                     (&job.id, Type::INT8),
@@ -261,6 +312,7 @@ impl Db {
         };
         let rows = self
             .query(
+                Call::Fenced,
                 &self.statements.finalize,
                 &[
                     (&id, Type::INT8),
@@ -280,6 +332,7 @@ impl Db {
         let generations: Vec<i64> = claims.iter().map(|c| c.1).collect();
         let rows = self
             .query(
+                Call::Fenced,
                 &self.statements.finalize_sent,
                 &[(&ids, Type::INT8_ARRAY), (&generations, Type::INT8_ARRAY)],
             )

@@ -54,6 +54,9 @@ impl Worker {
     /// Returns an error if the first connection fails, or if a claim fails for a reason
     /// that waiting cannot mend (a permission, a batch above `sendjobs.max_batch`: the
     /// SQLSTATE says which). A lost connection is not an error: the worker reconnects.
+    /// Once `shutdown` has completed, it stops waiting for a database that is away: a
+    /// claim is given up at once, a heartbeat or finalize once a lease has passed (its
+    /// job comes back to be claimed after its lease).
     pub async fn run<S, F>(self, send: S, shutdown: impl Future<Output = ()>) -> Result<()>
     where
         S: Fn(Job) -> F + Send + Sync + 'static,
@@ -71,6 +74,7 @@ impl Worker {
         tokio::pin!(shutdown);
 
         let mut result = Ok(());
+        let mut stopping = false;
         loop {
             while sends.try_join_next().is_some() {}
             let free = places.available_permits() as u32;
@@ -82,13 +86,29 @@ impl Worker {
                 }
             }
             let wanted = free.min(config.batch);
-            // Not raced with the shutdown: a claim dropped after the server committed it
-            // would leave its jobs to wait out their leases, an attempt spent each.
-            let jobs = match db.claim(wanted).await {
+            // Not dropped at the shutdown: a claim dropped after the server committed it
+            // would leave its jobs to wait out their leases, an attempt spent each. A
+            // shutdown meanwhile only tells it to give up if the database is away.
+            let claim = db.claim(wanted);
+            tokio::pin!(claim);
+            let claimed = loop {
+                tokio::select! {
+                    claimed = &mut claim => break claimed,
+                    _ = &mut shutdown, if !stopping => {
+                        stopping = true;
+                        db.stop();
+                    }
+                }
+            };
+            let jobs = match claimed {
                 Ok(jobs) => jobs,
                 Err(e) if is_permanent(&e) => {
                     result = Err(e);
                     break;
+                }
+                Err(e) if stopping => {
+                    log::warn!("sendjobs-worker: claim given up at shutdown: {e}");
+                    Vec::new()
                 }
                 Err(e) => {
                     log::warn!("sendjobs-worker: claim failed, trying again: {e}");
@@ -115,6 +135,9 @@ impl Worker {
                 let send = send.clone();
                 sends.spawn(task.run(move |job| send(job)));
             }
+            if stopping {
+                break;
+            }
             if got < wanted {
                 // Nothing more is due: sleep until a wake-up or the poll interval (a
                 // wake-up stored while we claimed ends it at once).
@@ -126,6 +149,9 @@ impl Worker {
             }
         }
 
+        // From here, a call that finds the database away gives up (after a lease for a
+        // finalize), rather than keep a stopping worker waiting for it.
+        db.stop();
         if config.shutdown == Shutdown::Abandon || result.is_err() {
             let _ = abandon_tx.send(true);
         }

@@ -494,3 +494,68 @@ async fn a_call_cut_by_a_lost_connection_is_made_again() {
         "{counters:?}"
     );
 }
+
+/// A stop while the database is away ends the worker: a worker whose send is running
+/// gives up its finalize once a lease has passed since the stop, an idle one gives up
+/// its claim at once. Directly only: the database stops taking connections
+/// (`ALLOW_CONNECTIONS false`) and the workers' connections are ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_stop_while_the_database_is_away_ends_the_worker() {
+    let (dsn, db) = database("worker_away").await;
+    enqueue(&db, 1).await;
+    let lease = Duration::from_secs(2);
+    let config = |name: &str| {
+        worker_config(dsn.clone())
+            .queue("q")
+            .lease(lease)
+            .poll_interval(Duration::from_millis(100))
+            .application_name(name)
+    };
+    let send = |_job: Job| async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Outcome::Sent
+    };
+    let (stop_sending, sending) = start(Worker::new(config("away-sending")).unwrap(), send);
+    all_in_flight(&db).await;
+    let (stop_idle, idle) = start(Worker::new(config("away-idle")).unwrap(), send);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let base = std::env::var("SENDJOBS_WORKER_TEST_DSN").unwrap();
+    let admin = connect(&format!("{base} dbname=postgres")).await;
+    admin
+        .batch_execute(
+            "ALTER DATABASE worker_away ALLOW_CONNECTIONS false;
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'away-%'",
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await; // the idle one is claiming again
+    let asked = Instant::now();
+    stop_sending.send(()).unwrap();
+    stop_idle.send(()).unwrap();
+    for run in [sending, idle] {
+        tokio::time::timeout(lease + Duration::from_secs(3), run)
+            .await
+            .expect("the worker stopped")
+            .unwrap()
+            .unwrap();
+    }
+    let waited = asked.elapsed();
+    let status: String = db
+        .query_one("SELECT status FROM send_jobs", &[])
+        .await
+        .unwrap()
+        .get(0);
+    admin
+        .batch_execute("ALTER DATABASE worker_away ALLOW_CONNECTIONS true")
+        .await
+        .unwrap();
+    assert_eq!(
+        status, "in_flight",
+        "the finalize given up leaves its job to its lease"
+    );
+    assert!(
+        waited >= lease,
+        "the finalize was tried for a lease: {waited:?}"
+    );
+}
