@@ -20,7 +20,8 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
     refuses their database: both must exit 0 within a lease and a few seconds.
 
 Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a worker
-session of their own (workers/rust/tests/live.rs).
+session of their own (workers/rust/tests/live.rs); and the crate's TLS test, with TLS
+turned on in the cluster for it.
 
 Asserted: every job finished (sent or failed) with exactly one event of its kind;
 nothing sent twice under one generation; B's job sent by B, then by A under a new
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -307,6 +309,49 @@ def rust_through_pooler(bouncer):
           f"({', '.join(RUST_POOLER_SAFE)})", flush=True)
 
 
+def rust_over_tls():
+    """sendjobs-worker over TLS: the cluster gets a server certificate signed by a CA made
+    here (openssl), ssl on by a reload; the crate's TLS test connects to it over TCP.
+    Then TLS is turned off again."""
+    folder = tempfile.mkdtemp(prefix="sendjobs-tls.")
+    openssl = lambda *args: subprocess.run(["openssl", *args], cwd=folder, check=True,  # noqa: E731
+                                           capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sendjobs test CA",
+            "-keyout", "ca.key", "-out", "ca.crt")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+            "-out", "server.csr")
+    with open(os.path.join(folder, "san.ext"), "w") as f:
+        f.write("subjectAltName = IP:127.0.0.1, DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", "san.ext", "-out", "server.crt")
+    os.chmod(os.path.join(folder, "server.key"), 0o600)
+    os.chmod(folder, 0o755)
+    if IS_ROOT:
+        subprocess.run(["chown", "-R", "postgres:postgres", folder], check=True)
+    settings = {"ssl_cert_file": f"{folder}/server.crt", "ssl_key_file": f"{folder}/server.key", "ssl": "on"}
+    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
+        for name, value in settings.items():
+            admin.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        admin.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+        try:
+            env = dict(os.environ, SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
+                       SENDJOBS_WORKER_TEST_TLS_CA=f"{folder}/ca.crt",
+                       SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres")
+            out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
+                                  "--include-ignored", "--exact", "a_worker_connects_over_tls"],
+                                 cwd=ROOT, env=env, capture_output=True, text=True)
+            assert out.returncode == 0 and "1 passed" in out.stdout, \
+                f"sendjobs-worker over TLS:\n{out.stdout}{out.stderr}"
+        finally:
+            for name in settings:
+                admin.execute(f"ALTER SYSTEM RESET {name}")
+            admin.execute("SELECT pg_reload_conf()")
+            shutil.rmtree(folder, ignore_errors=True)
+    print("   rust tls: sendjobs-worker connected with sslmode=require and its CA, and was refused "
+          "without it", flush=True)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", default="python,node")
@@ -324,6 +369,7 @@ def main(argv):
                 stop_while_away(worker, partner, bouncer)
         if bouncer:
             rust_through_pooler(bouncer)
+        rust_over_tls()
     finally:
         if bouncer:
             bouncer.stop()

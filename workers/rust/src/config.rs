@@ -44,6 +44,7 @@ pub struct Config {
     pub(crate) reconnect_max: Duration,
     pub(crate) shutdown: Shutdown,
     pub(crate) application_name: String,
+    pub(crate) tls: Option<native_tls::TlsConnector>,
 }
 
 impl Config {
@@ -67,7 +68,28 @@ impl Config {
             reconnect_max: Duration::from_secs(5),
             shutdown: Shutdown::Finish,
             application_name: "sendjobs-worker".into(),
+            tls: None,
         }
+    }
+
+    /// Connect over TLS with `connector` (a [`native_tls::TlsConnector`], re-exported as
+    /// `sendjobs_worker::native_tls`). Without it, the worker connects without TLS: over a
+    /// Unix socket or a private network. With it, the connection string's `sslmode`
+    /// decides: put `sslmode=require` in it, so that a server without TLS is refused
+    /// rather than used in the clear (the default, `prefer`, falls back to plain text).
+    /// The connector checks the server's certificate against the system's roots and its
+    /// host name; a private CA is added with `add_root_certificate`:
+    ///
+    /// ```no_run
+    /// use sendjobs_worker::native_tls::{Certificate, TlsConnector};
+    /// let ca = Certificate::from_pem(&std::fs::read("/etc/ssl/db-ca.pem")?)?;
+    /// let config = sendjobs_worker::Config::new("host=db.internal dbname=app user=app_worker sslmode=require")
+    ///     .tls(TlsConnector::builder().add_root_certificate(ca).build()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tls(mut self, connector: native_tls::TlsConnector) -> Self {
+        self.tls = Some(connector);
+        self
     }
 
     /// The schema the extension was created in (`CREATE EXTENSION sendjobs SCHEMA ...`);

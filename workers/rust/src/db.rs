@@ -9,10 +9,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use postgres_native_tls::MakeTlsConnector;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Mutex, Notify};
 use tokio::time::Instant;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
 use crate::config::Config;
 use crate::counters::{bump, Counters};
@@ -120,9 +122,31 @@ impl Db {
         // is noticed, rather than waited for: connecting within 10 s, and TCP keepalives.
         pg.connect_timeout(Duration::from_secs(10));
         pg.keepalives_idle(Duration::from_secs(15));
-        let (client, mut connection) = pg.connect(NoTls).await?;
-        // Drive the connection, and pass on what the server sends unasked: wake-ups, and
-        // notices (the terminal guard's WARNING when it refuses a stamp).
+        let client = match &self.config.tls {
+            None => {
+                let (client, connection) = pg.connect(NoTls).await?;
+                self.drive(connection);
+                client
+            }
+            Some(tls) => {
+                let (client, connection) = pg.connect(MakeTlsConnector::new(tls.clone())).await?;
+                self.drive(connection);
+                client
+            }
+        };
+        if self.config.listen {
+            client.batch_execute("LISTEN sendjobs_wakeup").await?;
+        }
+        Ok(Arc::new(client))
+    }
+
+    /// Drives the connection in a task of its own, and passes on what the server sends
+    /// unasked: wake-ups, and notices (the terminal guard's WARNING when it refuses a stamp).
+    fn drive<S, T>(&self, mut connection: Connection<S, T>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let (wakeup, counters) = (self.wakeup.clone(), self.counters.clone());
         let queue = self.config.queue.clone();
         tokio::spawn(async move {
@@ -155,10 +179,6 @@ impl Db {
                 }
             }
         });
-        if self.config.listen {
-            client.batch_execute("LISTEN sendjobs_wakeup").await?;
-        }
-        Ok(Arc::new(client))
     }
 
     /// The worker is stopping: calls that find the connection gone give up (see [`Call`]).

@@ -52,9 +52,13 @@
 //! set [`Config::listen`] to `false` and rely on the poll interval, or point the worker at
 //! the server itself.
 //!
+//! # TLS
+//!
+//! Give [`Config::tls`] a connector and put `sslmode=require` in the connection string;
+//! without a connector, the worker connects in the clear (a Unix socket, a private network).
+//!
 //! # What it does not do
 //!
-//! No TLS (the connection is `NoTls`): connect over a Unix socket or a private network.
 //! After a lost connection, a finalize is made again on the new one; if the first had
 //! applied, the second answers `stale` and is counted so: the outbox (`send_job_events`)
 //! is the record of what was finished. A claim whose answer was lost with the connection
@@ -71,5 +75,6 @@ pub use config::{Config, Shutdown};
 pub use counters::{Counters, Snapshot};
 pub use error::{Error, Result};
 pub use job::{Job, Outcome};
+pub use native_tls;
 pub use tokio_postgres::error::SqlState;
 pub use worker::{shutdown_signal, Worker};

@@ -559,3 +559,56 @@ async fn a_stop_while_the_database_is_away_ends_the_worker() {
         "the finalize was tried for a lease: {waited:?}"
     );
 }
+
+/// Over TLS: a worker given a connector that trusts the server's CA connects with
+/// `sslmode=require` and finishes its jobs on a TLS connection; one whose connector
+/// trusts only the system's roots is refused at its first connection (the certificate
+/// is checked). tests/workers/check.py turns TLS on in its throwaway cluster with a CA
+/// of its own, and names the CA and a TCP connection string in
+/// `SENDJOBS_WORKER_TEST_TLS_CA` and `SENDJOBS_WORKER_TEST_TLS_DSN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with TLS on: run through tests/workers/check.py"]
+async fn a_worker_connects_over_tls() {
+    use sendjobs_worker::native_tls::{Certificate, TlsConnector};
+    let ca = std::env::var("SENDJOBS_WORKER_TEST_TLS_CA").expect("SENDJOBS_WORKER_TEST_TLS_CA");
+    let tcp = std::env::var("SENDJOBS_WORKER_TEST_TLS_DSN").expect("SENDJOBS_WORKER_TEST_TLS_DSN");
+    let (_, db) = database("worker_tls").await;
+    enqueue(&db, 3).await;
+    let dsn = format!("{tcp} dbname=worker_tls sslmode=require");
+
+    let untrusting = TlsConnector::new().unwrap();
+    let refused = Worker::new(Config::new(dsn.clone()).tls(untrusting))
+        .unwrap()
+        .run(|_job| async { Outcome::Sent }, std::future::pending());
+    let error = tokio::time::timeout(Duration::from_secs(10), refused)
+        .await
+        .expect("the first connection fails at once")
+        .unwrap_err();
+    let mut chain = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(e) = source {
+        chain += &format!(": {e}");
+        source = e.source();
+    }
+    assert!(chain.contains("certificate verify failed"), "{chain}");
+
+    let ca = Certificate::from_pem(&std::fs::read(ca).unwrap()).unwrap();
+    let trusting = TlsConnector::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let config = Config::new(dsn)
+        .tls(trusting)
+        .application_name("tls-worker");
+    let (stop, run) = start(Worker::new(config).unwrap(), |_job| async { Outcome::Sent });
+    assert!(wait_until(&db, ALL_SENT, Duration::from_secs(10)).await);
+    let on_tls = "SELECT count(*) FILTER (WHERE s.ssl)::int8 FROM pg_stat_activity a \
+                  JOIN pg_stat_ssl s USING (pid) WHERE a.application_name = 'tls-worker'";
+    assert_eq!(
+        scalar(&db, on_tls).await,
+        1,
+        "the worker's one connection uses TLS"
+    );
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+}
