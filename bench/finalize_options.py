@@ -10,6 +10,13 @@ batch as sent) with three ways to finish, each in its own database, runs interle
           indexes as send_job_events. Plain SQL, sent by the client: a ceiling for that
           design, not an implementation (no business-row stamp, no per-claim results).
   delete  the fenced DELETE alone, no event: pgmq's read+delete does this work.
+  keep_sql  keep's work in plain SQL, with a plain claim (pending rows only, the same
+          index order): the yardstick of split.
+  split   the contract kept, finished jobs out of send_jobs' own indexes: the fenced
+          DELETE FROM ONLY send_jobs, the job row inserted into send_jobs_finished (a
+          child table, INHERITS send_jobs, so that SELECT ... FROM send_jobs still shows
+          it), and the same event as keep. The claim of keep_sql, FROM ONLY send_jobs.
+          Plain SQL, like move: what the hot path of that design would cost.
 
 Reports jobs/s (median, range) and WAL bytes per job per arm, and move/keep, at each
 point. bench/finalize_options.sh runs it in a throwaway cluster.
@@ -25,9 +32,24 @@ import sys
 import tempfile
 
 from lifecycle import pgbench, psql, spread  # bench/lifecycle.py: the same helpers
-ARMS = ("keep", "move", "delete")
+ARMS = ("keep", "move", "delete", "keep_sql", "split")
 CLAIM = ("SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations\n"
          "  FROM sendjobs_claim(:batch, '60 seconds') \\gset\n")
+# keep_sql and split: the claim's pending branch and its update, in plain SQL. ONLY: in
+# split, send_jobs has a child, which the claim must not read.
+PLAIN_CLAIM = """WITH picked AS MATERIALIZED (
+    SELECT id FROM ONLY send_jobs
+     WHERE status = 'pending' AND next_attempt_at <= now()
+     ORDER BY next_attempt_at, id LIMIT :batch FOR UPDATE SKIP LOCKED),
+claimed AS (
+    UPDATE ONLY send_jobs AS job
+       SET status = 'in_flight', attempts = job.attempts + 1, claimed_at = now(),
+           lease_expires_at = now() + interval '60 seconds', claim_generation = job.claim_generation + 1
+      FROM picked WHERE job.id = picked.id
+    RETURNING job.*)
+SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations FROM claimed \\gset
+"""
+CLAIMS = {"keep_sql": PLAIN_CLAIM, "split": PLAIN_CLAIM}
 FINISH = {
     "keep": "SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'sent');\n",
     "move": """WITH claim AS (
@@ -42,6 +64,33 @@ SELECT id, transaction_id, 'sent', claim_generation, now(), queue, payload, atte
        created_at, claimed_at, last_error, idempotency_key
   FROM done;
 """,
+    "keep_sql": """WITH claim AS (
+    SELECT * FROM unnest(:ids::int8[], :generations::int8[]) AS c(id, generation)),
+done AS (
+    UPDATE send_jobs AS job
+       SET status = 'sent', finished_at = now(), lease_expires_at = NULL
+      FROM claim
+     WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
+    RETURNING job.id, job.transaction_id, job.claim_generation, job.queue)
+INSERT INTO send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
+SELECT id, transaction_id, 'sent', claim_generation, now(), queue FROM done;
+""",
+    "split": """WITH claim AS (
+    SELECT * FROM unnest(:ids::int8[], :generations::int8[]) AS c(id, generation)),
+done AS (
+    DELETE FROM ONLY send_jobs AS job USING claim
+     WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
+    RETURNING job.*),
+kept AS (
+    INSERT INTO send_jobs_finished (id, queue, payload, transaction_id, idempotency_key, status, attempts,
+                                    max_attempts, next_attempt_at, claimed_at, lease_expires_at,
+                                    claim_generation, last_error, created_at, finished_at, redrive_of)
+    SELECT id, queue, payload, transaction_id, idempotency_key, 'sent', attempts, max_attempts,
+           next_attempt_at, claimed_at, NULL, claim_generation, last_error, created_at, now(), redrive_of
+      FROM done)
+INSERT INTO send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
+SELECT id, transaction_id, 'sent', claim_generation, now(), queue FROM done;
+""",
     "delete": """DELETE FROM send_jobs AS job
  USING unnest(:ids::int8[], :generations::int8[]) AS claim(id, generation)
  WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation;
@@ -55,11 +104,17 @@ ALTER TABLE moved_events ADD COLUMN payload jsonb, ADD COLUMN attempts int,
     ADD COLUMN max_attempts int, ADD COLUMN job_created_at timestamptz,
     ADD COLUMN claimed_at timestamptz, ADD COLUMN last_error text, ADD COLUMN idempotency_key text;
 """
+# The child of the split arm: every column and CHECK of send_jobs (inherited), its own
+# primary key; no partial index (it holds finished jobs only).
+FINISHED_TABLE = """
+CREATE TABLE send_jobs_finished () INHERITS (send_jobs);
+ALTER TABLE send_jobs_finished ADD PRIMARY KEY (id);
+"""
 
 
 def top_up(db, backlog):
     """At least `backlog` due jobs before a run (outside the timed part)."""
-    missing = backlog - int(psql(db, "SELECT count(*) FROM send_jobs WHERE status = 'pending'", capture=True))
+    missing = backlog - int(psql(db, "SELECT count(*) FROM ONLY send_jobs WHERE status = 'pending'", capture=True))
     if missing > 0:
         psql(db, f"INSERT INTO send_jobs (payload) SELECT '{{\"n\": 1}}' FROM generate_series(1, {missing})")
     psql(db, "VACUUM send_jobs")
@@ -81,10 +136,11 @@ def main(argv):
     for arm in ARMS:
         scripts[arm] = os.path.join(tmp, f"{arm}.sql")
         with open(scripts[arm], "w") as f:
-            f.write(CLAIM + FINISH[arm])
+            f.write(CLAIMS.get(arm, CLAIM) + FINISH[arm])
         psql("postgres", f"CREATE DATABASE {arm}")
         psql(arm, "CREATE EXTENSION sendjobs")
     psql("move", MOVED_EVENTS)
+    psql("split", FINISHED_TABLE)
     points = [(c, b) for c in map(int, a.clients.split(",")) for b in map(int, a.batches.split(","))]
     jobs_s = {(pt, arm): [] for pt in points for arm in ARMS}
     wal = {(pt, arm): [] for pt in points for arm in ARMS}
@@ -105,15 +161,16 @@ def main(argv):
           f"arms interleaved in a shuffled order, each in its own database with at least "
           f"{a.backlog:,} due jobs before every run. WAL per job is the database cluster's WAL "
           "during the run over the jobs it finished.\n")
-    print("| clients | batch | keep: jobs/s | move: jobs/s | delete: jobs/s | move/keep | delete/keep "
-          "| WAL B/job keep | move | delete |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| clients | batch | " + " | ".join(f"{arm}: jobs/s" for arm in ARMS) + " | "
+          + " | ".join(f"{arm}/keep" for arm in ARMS[1:]) + " | split/keep_sql | "
+          + " | ".join(f"WAL B/job {arm}" for arm in ARMS) + " |")
+    print("|" + "---|" * (2 + 2 * len(ARMS) + len(ARMS)))
     for pt in points:
-        k, m, d = (jobs_s[(pt, arm)] for arm in ARMS)
-        wk, wm, wd = (statistics.median(wal[(pt, arm)]) for arm in ARMS)
-        print(f"| {pt[0]} | {pt[1]} | {spread(k)} | {spread(m)} | {spread(d)} | "
-              f"{statistics.median(m) / statistics.median(k):.2f} | "
-              f"{statistics.median(d) / statistics.median(k):.2f} | {wk:,.0f} | {wm:,.0f} | {wd:,.0f} |")
+        med = {arm: statistics.median(jobs_s[(pt, arm)]) for arm in ARMS}
+        print(f"| {pt[0]} | {pt[1]} | " + " | ".join(spread(jobs_s[(pt, arm)]) for arm in ARMS) + " | "
+              + " | ".join(f"{med[arm] / med['keep']:.2f}" for arm in ARMS[1:])
+              + f" | {med['split'] / med['keep_sql']:.2f} | "
+              + " | ".join(f"{statistics.median(wal[(pt, arm)]):,.0f}" for arm in ARMS) + " |")
     return 0
 
 
