@@ -310,9 +310,10 @@ def rust_through_pooler(bouncer):
 
 
 def rust_over_tls():
-    """sendjobs-worker over TLS: the cluster gets a server certificate signed by a CA made
-    here (openssl), ssl on by a reload; the crate's TLS test connects to it over TCP.
-    Then TLS is turned off again."""
+    """sendjobs-worker over TLS: first a worker with a connector must refuse the cluster
+    without TLS; then the cluster gets a server certificate signed by a CA made here
+    (openssl), ssl on by a reload, and the crate's TLS test connects to it over TCP. Then
+    TLS is turned off again."""
     folder = tempfile.mkdtemp(prefix="sendjobs-tls.")
     openssl = lambda *args: subprocess.run(["openssl", *args], cwd=folder, check=True,  # noqa: E731
                                            capture_output=True)
@@ -329,27 +330,30 @@ def rust_over_tls():
     if IS_ROOT:
         subprocess.run(["chown", "-R", "postgres:postgres", folder], check=True)
     settings = {"ssl_cert_file": f"{folder}/server.crt", "ssl_key_file": f"{folder}/server.key", "ssl": "on"}
+    env = dict(os.environ, SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
+               SENDJOBS_WORKER_TEST_TLS_CA=f"{folder}/ca.crt",
+               SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres")
+
+    def crate_test(name):
+        out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
+                              "--include-ignored", "--exact", name], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert out.returncode == 0 and "1 passed" in out.stdout, f"sendjobs-worker, {name}:\n{out.stdout}{out.stderr}"
+
+    crate_test("a_tls_worker_refuses_a_server_without_tls")  # TLS is still off here
     with psycopg.connect(dbname="postgres", autocommit=True) as admin:
         for name, value in settings.items():
             admin.execute(f"ALTER SYSTEM SET {name} = '{value}'")
         admin.execute("SELECT pg_reload_conf()")
         time.sleep(0.5)
         try:
-            env = dict(os.environ, SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
-                       SENDJOBS_WORKER_TEST_TLS_CA=f"{folder}/ca.crt",
-                       SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres")
-            out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
-                                  "--include-ignored", "--exact", "a_worker_connects_over_tls"],
-                                 cwd=ROOT, env=env, capture_output=True, text=True)
-            assert out.returncode == 0 and "1 passed" in out.stdout, \
-                f"sendjobs-worker over TLS:\n{out.stdout}{out.stderr}"
+            crate_test("a_worker_connects_over_tls")
         finally:
             for name in settings:
                 admin.execute(f"ALTER SYSTEM RESET {name}")
             admin.execute("SELECT pg_reload_conf()")
             shutil.rmtree(folder, ignore_errors=True)
-    print("   rust tls: sendjobs-worker connected with sslmode=require and its CA, and was refused "
-          "without it", flush=True)
+    print("   rust tls: sendjobs-worker refused a server without TLS; with TLS on, it connected with "
+          "its CA, and was refused without it", flush=True)
 
 
 def main(argv):

@@ -74,16 +74,15 @@ impl Config {
 
     /// Connect over TLS with `connector` (a [`native_tls::TlsConnector`], re-exported as
     /// `sendjobs_worker::native_tls`). Without it, the worker connects without TLS: over a
-    /// Unix socket or a private network. With it, the connection string's `sslmode`
-    /// decides: put `sslmode=require` in it, so that a server without TLS is refused
-    /// rather than used in the clear (the default, `prefer`, falls back to plain text).
+    /// Unix socket or a private network. With it, TLS is required (a server without TLS
+    /// is refused), unless the connection string sets another `sslmode`.
     /// The connector checks the server's certificate against the system's roots and its
     /// host name; a private CA is added with `add_root_certificate`:
     ///
     /// ```no_run
     /// use sendjobs_worker::native_tls::{Certificate, TlsConnector};
     /// let ca = Certificate::from_pem(&std::fs::read("/etc/ssl/db-ca.pem")?)?;
-    /// let config = sendjobs_worker::Config::new("host=db.internal dbname=app user=app_worker sslmode=require")
+    /// let config = sendjobs_worker::Config::new("host=db.internal dbname=app user=app_worker")
     ///     .tls(TlsConnector::builder().add_root_certificate(ca).build()?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -13,6 +13,7 @@ use postgres_native_tls::MakeTlsConnector;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Mutex, Notify};
 use tokio::time::Instant;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
@@ -122,6 +123,11 @@ impl Db {
         // is noticed, rather than waited for: connecting within 10 s, and TCP keepalives.
         pg.connect_timeout(Duration::from_secs(10));
         pg.keepalives_idle(Duration::from_secs(15));
+        // A worker given a TLS connector wants TLS: without an sslmode of the user's, the
+        // default `prefer` would fall back to plain text when the server offers no TLS.
+        if self.config.tls.is_some() && !self.config.connection.contains("sslmode") {
+            pg.ssl_mode(SslMode::Require);
+        }
         let client = match &self.config.tls {
             None => {
                 let (client, connection) = pg.connect(NoTls).await?;

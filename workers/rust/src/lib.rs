@@ -54,8 +54,9 @@
 //!
 //! # TLS
 //!
-//! Give [`Config::tls`] a connector and put `sslmode=require` in the connection string;
-//! without a connector, the worker connects in the clear (a Unix socket, a private network).
+//! Give [`Config::tls`] a connector: the worker then requires TLS (unless the connection
+//! string sets another `sslmode`). Without a connector, it connects in the clear (a Unix
+//! socket, a private network).
 //!
 //! # What it does not do
 //!

@@ -560,10 +560,10 @@ async fn a_stop_while_the_database_is_away_ends_the_worker() {
     );
 }
 
-/// Over TLS: a worker given a connector that trusts the server's CA connects with
-/// `sslmode=require` and finishes its jobs on a TLS connection; one whose connector
-/// trusts only the system's roots is refused at its first connection (the certificate
-/// is checked). tests/workers/check.py turns TLS on in its throwaway cluster with a CA
+/// Over TLS: a worker given a connector that trusts the server's CA finishes its jobs on
+/// a TLS connection (no sslmode given: a connector makes TLS required); one whose
+/// connector trusts only the system's roots is refused at its first connection (the
+/// certificate is checked, not skipped for plain text as `sslmode=prefer` would). tests/workers/check.py turns TLS on in its throwaway cluster with a CA
 /// of its own, and names the CA and a TCP connection string in
 /// `SENDJOBS_WORKER_TEST_TLS_CA` and `SENDJOBS_WORKER_TEST_TLS_DSN`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -574,7 +574,7 @@ async fn a_worker_connects_over_tls() {
     let tcp = std::env::var("SENDJOBS_WORKER_TEST_TLS_DSN").expect("SENDJOBS_WORKER_TEST_TLS_DSN");
     let (_, db) = database("worker_tls").await;
     enqueue(&db, 3).await;
-    let dsn = format!("{tcp} dbname=worker_tls sslmode=require");
+    let dsn = format!("{tcp} dbname=worker_tls");
 
     let untrusting = TlsConnector::new().unwrap();
     let refused = Worker::new(Config::new(dsn.clone()).tls(untrusting))
@@ -611,4 +611,25 @@ async fn a_worker_connects_over_tls() {
     );
     stop.send(()).unwrap();
     run.await.unwrap().unwrap();
+}
+
+/// A worker given a TLS connector does not fall back to plain text: against a server
+/// without TLS (the cluster before tests/workers/check.py turns TLS on), its first
+/// connection fails, where `sslmode=prefer`, the connection string's default, would
+/// have connected in the clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server without TLS on TCP: run through tests/workers/check.py"]
+async fn a_tls_worker_refuses_a_server_without_tls() {
+    let tcp = std::env::var("SENDJOBS_WORKER_TEST_TLS_DSN").expect("SENDJOBS_WORKER_TEST_TLS_DSN");
+    let (_, _db) = database("worker_no_tls").await;
+    let connector = sendjobs_worker::native_tls::TlsConnector::new().unwrap();
+    let config = Config::new(format!("{tcp} dbname=worker_no_tls")).tls(connector);
+    let run = Worker::new(config)
+        .unwrap()
+        .run(|_job| async { Outcome::Sent }, std::future::pending());
+    let error = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the first connection fails at once")
+        .unwrap_err();
+    assert!(error.to_string().contains("TLS"), "{error}");
 }
