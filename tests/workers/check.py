@@ -17,7 +17,8 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
   * directly, a worker idle with a one-minute poll must send a job enqueued into a
     queue with wake-ups on within 2 s (the NOTIFY, not the poll);
   * through the pooler, two workers (one sending, one idle) get SIGTERM while the pooler
-    refuses their database: both must exit 0 within a lease and a few seconds.
+    refuses their database: both must exit 0 within a lease and a few seconds; and the
+    same through a proxy that stops forwarding (a server that no longer answers).
 
 Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a worker
 session of their own (workers/rust/tests/live.rs); and the crate's TLS test, with TLS
@@ -38,9 +39,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import psycopg
@@ -284,6 +287,80 @@ def stop_while_away(worker, partner, bouncer):
     print(f"   {worker} away: both workers exited {elapsed:.1f} s after SIGTERM, the database away", flush=True)
 
 
+class FrozenProxy:
+    """A TCP proxy to the cluster that can stop forwarding without closing anything: a
+    server that stopped answering (a partition, a hung host), as no refusal or reset
+    shows it."""
+
+    def __init__(self):
+        self.frozen = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+                server = socket.create_connection(("127.0.0.1", int(os.environ["PGPORT"])))
+            except OSError:
+                return
+            for src, dst in ((client, server), (server, client)):
+                threading.Thread(target=self.pipe, args=(src, dst), daemon=True).start()
+
+    def pipe(self, src, dst):
+        try:
+            while data := src.recv(65536):
+                while self.frozen.is_set():  # hold it: never forward, never close
+                    time.sleep(0.05)
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def close(self):
+        self.listener.close()
+
+
+def stop_while_frozen(worker, partner):
+    """SIGTERM while the server has stopped answering (the proxy holds every byte): a
+    worker whose finalize, and one whose claim, waits for an answer that will not come
+    exits 0 within a lease and a few seconds; the job stays in flight."""
+    name = f"workers_{worker}_frozen"
+    db, _ = fresh_database(name)
+    db.execute("""SELECT sendjobs_enqueue('{"delay": 1.0}', 'q')""")
+    proxy = FrozenProxy()
+    processes = {}
+    try:
+        for tag in ("sending", "idle"):
+            env = dict(os.environ, DATABASE_URL=f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}",
+                       PARTNER_URL=partner.url, QUEUE="q", LEASE_SECONDS=str(LEASE_SECONDS),
+                       CONNECT_TIMEOUT_SECONDS="2", POLL_SECONDS="0.2", LISTEN="0", WORKER_NAME=f"{name}-{tag}")
+            processes[tag] = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+            if tag == "sending":
+                wait_until(db, "SELECT status = 'in_flight' FROM send_jobs", 15, "the job's claim")
+        time.sleep(0.3)
+        proxy.frozen.set()
+        time.sleep(1.2)  # the send ends: its finalize waits for an answer, as does a claim
+        for process in processes.values():
+            process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        for tag, process in processes.items():
+            out, _ = process.communicate(timeout=LEASE_SECONDS + 5)
+            assert process.returncode == 0, f"{tag} worker exited with {process.returncode}"
+            json.loads(out.strip().splitlines()[-1])
+        elapsed = time.monotonic() - signalled
+        job = db.execute("SELECT status FROM send_jobs").fetchone()[0]
+        assert job == "in_flight", f"the job whose finalize was given up: {job}"
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        proxy.close()
+        db.close()
+    print(f"   {worker} frozen: both workers exited {elapsed:.1f} s after SIGTERM, the server silent", flush=True)
+
+
 # The Rust crate's tests that need neither LISTEN nor a worker's session by name (the
 # others wait for a wake-up, or find the worker's backend waiting on a lock by its
 # application_name); their killed connection is the pooler's KILL.
@@ -371,6 +448,7 @@ def main(argv):
             wakeup(worker, partner)
             if bouncer:
                 stop_while_away(worker, partner, bouncer)
+            stop_while_frozen(worker, partner)
         if bouncer:
             rust_through_pooler(bouncer)
         rust_over_tls()

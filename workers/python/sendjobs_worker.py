@@ -6,9 +6,8 @@ the job is lost), finalizes each job as soon as its send ends, wakes on NOTIFY
 sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or SIGINT stops
 claiming, lets the running sends finish, finalizes them and exits, printing its counters
 as one JSON line. The next batch is claimed once the whole batch is finalized. If the
-database is away at the signal, a finalize is tried until a lease has passed, then given
-up (its job comes back after its lease); put connect_timeout in DATABASE_URL so that no
-connection attempt hangs.
+database is away at the signal, or stops answering, no call outlives a lease since the
+signal: a finalize is then given up (its job comes back after its lease).
 
     DATABASE_URL="host=/var/run/postgresql dbname=app user=app_worker" \\
     PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 \\
@@ -48,12 +47,13 @@ log = logging.getLogger("sendjobs_worker")
 
 class Worker:
     def __init__(self, dsn, send, *, queue=None, batch=10, lease=datetime.timedelta(seconds=30),
-                 send_timeout=60.0, poll=5.0, listen=True, schema="public", name="sendjobs-worker-py"):
+                 send_timeout=60.0, poll=5.0, listen=True, schema="public", name="sendjobs-worker-py",
+                 connect_timeout=10):
         if not isinstance(lease, datetime.timedelta):
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
         self.dsn, self.send, self.queue, self.batch = dsn, send, queue, batch
         self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
-        self.send_timeout = send_timeout
+        self.send_timeout, self.connect_timeout = send_timeout, connect_timeout
         fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
                                  "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
@@ -71,7 +71,8 @@ class Worker:
 
     async def connect(self):
         conn = await psycopg.AsyncConnection.connect(
-            self.dsn, autocommit=True, prepare_threshold=None, application_name=self.name)
+            self.dsn, autocommit=True, prepare_threshold=None, application_name=self.name,
+            connect_timeout=self.connect_timeout)
         # The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
         conn.add_notice_handler(lambda d: log.warning("server %s: %s", d.severity, d.message_primary))
         return conn
@@ -80,19 +81,17 @@ class Worker:
         """Runs one statement; after a lost connection, again on a new one. Every call but
         the claim is fenced by id and generation, so making it twice changes nothing the
         first did not; a claim whose answer was lost leaves its jobs to their lease (an
-        attempt each). Once the worker is stopping, a claim is not made again, and another
-        call only until a lease has passed since the signal: after that its job's lease
-        has expired anyway, and a database that stays away must not keep the worker."""
+        attempt each). Once the worker is stopping, a claim is not made again, and no call
+        outlives a lease since the signal: its job's lease has expired by then anyway,
+        and a database that is away, or stops answering, must not keep the worker."""
         delay = 0.1
         loop = asyncio.get_running_loop()
         while True:
             conn = self.conn
             try:
                 if conn is None:
-                    conn = await self.reconnect()
-                async with conn.cursor() as cur:
-                    await cur.execute(query, params)
-                    return await cur.fetchall()
+                    conn = await self.until_deadline(self.reconnect())
+                return await self.until_deadline(self.execute(conn, query, params))
             except psycopg.Error as e:
                 if not connection_lost(conn, e):
                     raise
@@ -100,17 +99,46 @@ class Worker:
                     self.conn = None
                     self.counters["reconnects"] += 1
                     await conn.close()
-                if self.stopping.is_set() and (claim or loop.time() > self.stopped_at + self.lease.total_seconds()):
+                if self.stopping.is_set() and (claim or loop.time() >= self.stop_deadline()):
                     raise
                 log.warning("connection lost (%s); again in %.1f s", e, delay)
                 if self.stopping.is_set():
-                    await asyncio.sleep(delay)
-                else:  # a signal ends the wait
-                    try:
+                    await asyncio.sleep(min(delay, self.stop_deadline() - loop.time()))
+                else:
+                    try:  # a signal ends the wait, and a claim with it
                         await asyncio.wait_for(self.stopping.wait(), delay)
+                        if claim:
+                            raise e
                     except asyncio.TimeoutError:
                         pass
                 delay = min(delay * 2, 5.0)
+
+    @staticmethod
+    async def execute(conn, query, params):
+        async with conn.cursor() as cur:
+            await cur.execute(query, params)
+            return await cur.fetchall()
+
+    def stop_deadline(self):
+        """The loop's time after which a stopping worker waits for no call."""
+        if self.stopped_at is None:  # stopped by setting the event, not by stop()
+            self.stopped_at = asyncio.get_running_loop().time()
+        return self.stopped_at + self.lease.total_seconds()
+
+    async def until_deadline(self, coro):
+        """Awaits `coro`; once the worker is stopping, only until its deadline, then gives
+        it up as a lost connection (a server that stopped answering, a partition)."""
+        task = asyncio.ensure_future(coro)
+        if not self.stopping.is_set():
+            stopped = asyncio.ensure_future(self.stopping.wait())
+            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+        if task.done():
+            return task.result()
+        try:
+            return await asyncio.wait_for(task, max(0.0, self.stop_deadline() - asyncio.get_running_loop().time()))
+        except asyncio.TimeoutError:
+            raise psycopg.OperationalError("no answer within a lease of the stop: given up") from None
 
     async def reconnect(self):
         """One new connection, however many tasks found the old one gone."""
@@ -270,7 +298,8 @@ def main():
                     lease=datetime.timedelta(seconds=float(env("LEASE_SECONDS", "30"))),
                     send_timeout=float(env("SEND_TIMEOUT_SECONDS", "60")),
                     poll=float(env("POLL_SECONDS", "5")), listen=env("LISTEN", "1") == "1",
-                    schema=env("SCHEMA", "public"), name=name)
+                    schema=env("SCHEMA", "public"), name=name,
+                    connect_timeout=int(env("CONNECT_TIMEOUT_SECONDS", "10")))
     counters = asyncio.run(worker.run())
     print(json.dumps(counters), flush=True)
 

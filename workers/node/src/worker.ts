@@ -6,15 +6,15 @@
 // reconnects after a lost connection, and on SIGTERM or SIGINT stops claiming, lets the
 // running sends finish, finalizes them and exits, printing its counters as one JSON line.
 // The next batch is claimed once the whole batch is finalized. If the database is away at
-// the signal, a finalize is tried until a lease has passed, then given up (its job comes
-// back after its lease); put connect_timeout in DATABASE_URL so that no attempt hangs.
+// the signal, or stops answering, no call outlives a lease since the signal: a finalize
+// is then given up (its job comes back after its lease).
 //
 //   npm ci && npm run build
 //   DATABASE_URL=postgres://app_worker@/app?host=/var/run/postgresql \
 //   PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 node dist/worker.js
 //
 // Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
-// LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
+// LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), CONNECT_TIMEOUT_SECONDS (10), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
 // mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
 // WORKER_NAME (the connection's application_name).
 //
@@ -66,7 +66,9 @@ export class Worker {
   private calls: Promise<unknown> = Promise.resolve();
   private stopping = false;
   private stoppedAt = 0; // Date.now() at the signal
-  private stopWait: (() => void) | null = null; // ends a wait between connection attempts
+  // Called at the signal, then forgotten: the waits that end or start a deadline then.
+  // A set, not a promise of the signal: each call would leave it a callback until then.
+  private atStop = new Set<() => void>();
   private wake: (() => void) | null = null;
   private sql: Record<"claim" | "heartbeat" | "finalize", string>;
 
@@ -107,36 +109,75 @@ export class Worker {
   // claim is fenced by id and generation, so making it twice changes nothing the first
   // did not; a claim whose answer was lost leaves its jobs to their lease (an attempt each).
   // Calls share one connection, opened once however many find it gone (one promise).
-  // Once the worker is stopping, a claim is not made again, and another call only until a
-  // lease has passed since the signal: after that its job's lease has expired anyway, and
-  // a database that stays away must not keep the worker.
+  // Once the worker is stopping, a claim is not made again, and no call outlives a lease
+  // since the signal: its job's lease has expired by then anyway, and a database that is
+  // away, or stops answering, must not keep the worker.
   private async call(text: string, values: unknown[], claim = false): Promise<any[]> {
     let delay = 100;
     for (;;) {
       const pending = (this.client ??= this.connect());
       try {
-        const client = await pending;
+        const client = await this.untilDeadline(pending);
         const result = this.calls.then(() => client.query(text, values));
         this.calls = result.catch(() => {});
-        return (await result).rows;
+        return (await this.untilDeadline(result)).rows;
       } catch (e: any) {
         if (!connectionLost(e)) throw e;
         if (this.client === pending) {
-          // Not replaced by another call yet: this one closes it and counts.
+          // Not replaced by another call yet: this one closes it and counts. The queue of
+          // calls starts again with the new connection (one given up may never settle).
           this.client = null;
+          this.calls = Promise.resolve();
           this.counters.reconnects++;
           pending.then((c) => c.end()).catch(() => {});
         }
-        if (this.stopping && (claim || Date.now() > this.stoppedAt + this.options.leaseSeconds * 1000)) throw e;
+        if (this.stopping && (claim || Date.now() >= this.deadline())) throw e;
         console.error(`sendjobs-worker: connection lost (${e.message}); again in ${delay} ms`);
-        if (this.stopping) await sleep(delay);
-        else await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          this.stopWait = () => (clearTimeout(timer), resolve()); // a signal ends the wait
-        });
+        if (this.stopping) await sleep(Math.min(delay, this.deadline() - Date.now()));
+        else {
+          await this.pause(delay); // a signal ends the wait...
+          if (claim && this.stopping) throw e; // ...and a claim with it
+        }
         delay = Math.min(delay * 2, 5000);
       }
     }
+  }
+
+  // Date.now() after which a stopping worker waits for no call.
+  private deadline() {
+    return this.stoppedAt + this.options.leaseSeconds * 1000;
+  }
+
+  // `work`, but once the worker is stopping only until its deadline; then it is given up
+  // as a lost connection (an Error without a code): a server that stopped answering.
+  private untilDeadline<T>(work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    let arm = () => {};
+    const givenUp = new Promise<never>((_, reject) => {
+      arm = () => {
+        timer = setTimeout(() => reject(new Error("no answer within a lease of the stop: given up")),
+                           Math.max(0, this.deadline() - Date.now()));
+      };
+    });
+    if (this.stopping) arm();
+    else this.atStop.add(arm);
+    return Promise.race([work, givenUp]).finally(() => {
+      clearTimeout(timer);
+      this.atStop.delete(arm);
+    });
+  }
+
+  // A wait of `ms` that the signal ends.
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.atStop.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.atStop.add(done);
+    });
   }
 
   // A connection of its own for LISTEN: notifications arrive on it between calls.
@@ -218,7 +259,7 @@ export class Worker {
       if (!this.stopping) this.stoppedAt = Date.now();
       this.stopping = true;
       this.wake?.();
-      this.stopWait?.();
+      for (const f of [...this.atStop]) f();
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
@@ -287,7 +328,15 @@ export function httpSend(partnerUrl: string, workerName: string): Send {
 async function main() {
   const env = process.env;
   const name = env.WORKER_NAME ?? "sendjobs-worker-node";
-  const worker = new Worker({ connectionString: env.DATABASE_URL, application_name: name }, httpSend(env.PARTNER_URL ?? "", name), {
+  // node-postgres reads no connect_timeout from the URL: the timeout goes here, and TCP
+  // keepalives find a connection that stopped answering.
+  const connection = {
+    connectionString: env.DATABASE_URL,
+    application_name: name,
+    connectionTimeoutMillis: Number(env.CONNECT_TIMEOUT_SECONDS ?? "10") * 1000,
+    keepAlive: true,
+  };
+  const worker = new Worker(connection, httpSend(env.PARTNER_URL ?? "", name), {
     queue: env.QUEUE || null,
     batch: Number(env.BATCH ?? "10"),
     leaseSeconds: Number(env.LEASE_SECONDS ?? "30"),

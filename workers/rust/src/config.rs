@@ -74,8 +74,9 @@ impl Config {
 
     /// Connect over TLS with `connector` (a [`native_tls::TlsConnector`], re-exported as
     /// `sendjobs_worker::native_tls`). Without it, the worker connects without TLS: over a
-    /// Unix socket or a private network. With it, TLS is required (a server without TLS
-    /// is refused), unless the connection string sets another `sslmode`.
+    /// Unix socket or a private network. With it, TLS is required over TCP: `prefer`, the
+    /// connection string's default `sslmode`, becomes `require` (a server without TLS is
+    /// refused); `sslmode=disable` connects without TLS; a Unix socket has none.
     /// The connector checks the server's certificate against the system's roots and its
     /// host name; a private CA is added with `add_root_certificate`:
     ///

@@ -13,7 +13,7 @@ use postgres_native_tls::MakeTlsConnector;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Mutex, Notify};
 use tokio::time::Instant;
-use tokio_postgres::config::SslMode;
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
@@ -123,9 +123,11 @@ impl Db {
         // is noticed, rather than waited for: connecting within 10 s, and TCP keepalives.
         pg.connect_timeout(Duration::from_secs(10));
         pg.keepalives_idle(Duration::from_secs(15));
-        // A worker given a TLS connector wants TLS: without an sslmode of the user's, the
-        // default `prefer` would fall back to plain text when the server offers no TLS.
-        if self.config.tls.is_some() && !self.config.connection.contains("sslmode") {
+        // A worker given a TLS connector wants TLS: `prefer` (the default) would fall back
+        // to plain text when the server offers none. Not over a Unix socket, which has no
+        // TLS (libpq ignores sslmode there; tokio-postgres would fail to connect).
+        let tcp_only = pg.get_hosts().iter().all(|h| matches!(h, Host::Tcp(_)));
+        if self.config.tls.is_some() && pg.get_ssl_mode() == SslMode::Prefer && tcp_only {
             pg.ssl_mode(SslMode::Require);
         }
         let client = match &self.config.tls {
@@ -223,6 +225,9 @@ impl Db {
             } else {
                 tokio::time::sleep(delay).await;
             }
+            if self.gives_up(call) {
+                return Err(Error::GivenUp);
+            }
             match self.open().await {
                 Ok(client) => {
                     bump(&self.counters.reconnects, 1);
@@ -231,10 +236,34 @@ impl Db {
                     *current = Some(client.clone());
                     return Ok(client);
                 }
-                Err(e) if self.gives_up(call) => return Err(e),
                 Err(e) => {
                     log::warn!("sendjobs-worker: reconnecting in {delay:?}: {e}");
                     delay = (delay * 2).min(self.config.reconnect_max);
+                }
+            }
+        }
+    }
+
+    /// `work`, but once the worker is stopping only until a lease has passed since the
+    /// stop: a database that stopped answering (a partition, a hung server) would
+    /// otherwise keep the call, and the worker, waiting for the TCP timeouts.
+    async fn until_deadline<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        tokio::pin!(work);
+        let mut stopped = self.stopped_at.subscribe();
+        loop {
+            let at = *stopped.borrow_and_update();
+            match at {
+                None => tokio::select! {
+                    out = &mut work => return out,
+                    _ = stopped.changed() => {}
+                },
+                Some(at) => {
+                    return tokio::time::timeout_at(at + self.config.lease, work)
+                        .await
+                        .unwrap_or(Err(Error::GivenUp))
                 }
             }
         }
@@ -247,8 +276,10 @@ impl Db {
         Fut: std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     {
         loop {
-            let client = self.client(kind).await?;
-            match call(client.clone()).await.map_err(Error::from) {
+            let client = self.until_deadline(self.client(kind)).await?;
+            let answer =
+                self.until_deadline(async { call(client.clone()).await.map_err(Error::from) });
+            match answer.await {
                 Err(e) if e.is_connection_lost() => {
                     let mut current = self.current.lock().await;
                     if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &client)) {

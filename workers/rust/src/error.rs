@@ -14,6 +14,14 @@ pub enum Error {
     #[error("sendjobs-worker: {0}")]
     Db(#[from] tokio_postgres::Error),
 
+    /// The worker was stopping, and the database did not answer within a lease of the
+    /// shutdown (away, or no longer answering): the call was given up. Its job, if any,
+    /// comes back to be claimed when its lease expires.
+    #[error(
+        "sendjobs-worker: no answer from the database within a lease of the shutdown: given up"
+    )]
+    GivenUp,
+
     /// The server answered with something this crate does not expect (a result other than
     /// `applied` or `stale`): an extension of another version than this crate's.
     #[error("sendjobs-worker: unexpected answer from the server: {0}")]

@@ -54,9 +54,9 @@
 //!
 //! # TLS
 //!
-//! Give [`Config::tls`] a connector: the worker then requires TLS (unless the connection
-//! string sets another `sslmode`). Without a connector, it connects in the clear (a Unix
-//! socket, a private network).
+//! Give [`Config::tls`] a connector: the worker then requires TLS over TCP (unless the
+//! connection string says `sslmode=disable`). Without a connector, it connects in the
+//! clear (a Unix socket, a private network).
 //!
 //! # What it does not do
 //!

@@ -54,9 +54,9 @@ impl Worker {
     /// Returns an error if the first connection fails, or if a claim fails for a reason
     /// that waiting cannot mend (a permission, a batch above `sendjobs.max_batch`: the
     /// SQLSTATE says which). A lost connection is not an error: the worker reconnects.
-    /// Once `shutdown` has completed, it stops waiting for a database that is away: a
-    /// claim is given up at once, a heartbeat or finalize once a lease has passed (its
-    /// job comes back to be claimed after its lease).
+    /// Once `shutdown` has completed, no call waits more than a lease for a database
+    /// that is away or has stopped answering: a claim is not tried again, a heartbeat or
+    /// finalize is given up ([`Error::GivenUp`]; its job comes back after its lease).
     pub async fn run<S, F>(self, send: S, shutdown: impl Future<Output = ()>) -> Result<()>
     where
         S: Fn(Job) -> F + Send + Sync + 'static,
@@ -102,13 +102,15 @@ impl Worker {
             };
             let jobs = match claimed {
                 Ok(jobs) => jobs,
-                Err(e) if is_permanent(&e) => {
-                    result = Err(e);
-                    break;
-                }
+                // First: a reconnect refused for good while stopping (a password, pg_hba)
+                // must not turn a clean stop into an error.
                 Err(e) if stopping => {
                     log::warn!("sendjobs-worker: claim given up at shutdown: {e}");
                     Vec::new()
+                }
+                Err(e) if is_permanent(&e) => {
+                    result = Err(e);
+                    break;
                 }
                 Err(e) => {
                     log::warn!("sendjobs-worker: claim failed, trying again: {e}");

@@ -633,3 +633,89 @@ async fn a_tls_worker_refuses_a_server_without_tls() {
         .unwrap_err();
     assert!(error.to_string().contains("TLS"), "{error}");
 }
+
+/// A TCP proxy to `target` that, once `frozen` is set, forwards nothing more and closes
+/// nothing: a server that no longer answers (a partition, a hung host).
+async fn frozen_proxy(target: String, frozen: Arc<AtomicBool>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = tokio::net::TcpStream::connect(&target).await else {
+                return;
+            };
+            let (client_read, client_write) = client.into_split();
+            let (server_read, server_write) = server.into_split();
+            for (mut from, mut to) in [(client_read, server_write), (server_read, client_write)] {
+                let frozen = frozen.clone();
+                tokio::spawn(async move {
+                    let mut buffer = vec![0u8; 65536];
+                    while let Ok(n @ 1..) = from.read(&mut buffer).await {
+                        while frozen.load(Ordering::SeqCst) {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        if to.write_all(&buffer[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        }
+    });
+    port
+}
+
+/// A stop while the server no longer answers ends the worker within a lease: the
+/// finalize of a worker whose send ended, and the claim of an idle one, wait for an
+/// answer that does not come (no refusal, no reset: a proxy holds every byte).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_stop_while_the_server_is_silent_ends_the_worker() {
+    let (_, db) = database("worker_silent").await;
+    enqueue(&db, 1).await;
+    let base: tokio_postgres::Config = std::env::var("SENDJOBS_WORKER_TEST_DSN")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let frozen = Arc::new(AtomicBool::new(false));
+    let target = format!("127.0.0.1:{}", base.get_ports()[0]);
+    let port = frozen_proxy(target, frozen.clone()).await;
+    let lease = Duration::from_secs(2);
+    let config = || {
+        Config::new(format!(
+            "host=127.0.0.1 port={port} user=postgres dbname=worker_silent"
+        ))
+        .queue("q")
+        .lease(lease)
+        .poll_interval(Duration::from_millis(100))
+    };
+    let send = |_job: Job| async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Outcome::Sent
+    };
+    let (stop_sending, sending) = start(Worker::new(config()).unwrap(), send);
+    all_in_flight(&db).await;
+    let (stop_idle, idle) = start(Worker::new(config()).unwrap(), send);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    frozen.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1200)).await; // the send has ended
+    stop_sending.send(()).unwrap();
+    stop_idle.send(()).unwrap();
+    for run in [sending, idle] {
+        tokio::time::timeout(lease + Duration::from_secs(3), run)
+            .await
+            .expect("the worker stopped")
+            .unwrap()
+            .unwrap();
+    }
+    let status: String = db
+        .query_one("SELECT status FROM send_jobs", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        status, "in_flight",
+        "the finalize given up leaves its job to its lease"
+    );
+}
