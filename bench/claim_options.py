@@ -28,12 +28,11 @@ the design, not an implementation (no per-claim results, no stamps).
 """
 
 import argparse
-import os
 import random
 import statistics
 import sys
-import tempfile
 
+from finalize_options import FINISH as FINALIZE_OPTIONS_FINISH, top_up, write_scripts
 from lifecycle import pgbench, psql, spread  # bench/lifecycle.py: the same helpers
 
 ARMS = ("today", "today_sql", "one_scan")
@@ -46,17 +45,7 @@ UPDATE_CLAIMED = """claimed AS (
     RETURNING job.*)
 SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations FROM claimed \\gset
 """
-FINISH = """WITH claim AS (
-    SELECT * FROM unnest(:ids::int8[], :generations::int8[]) AS c(id, generation)),
-done AS (
-    UPDATE send_jobs AS job
-       SET status = 'sent', finished_at = now(), lease_expires_at = NULL
-      FROM claim
-     WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
-    RETURNING job.id, job.transaction_id, job.claim_generation, job.queue)
-INSERT INTO send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
-SELECT id, transaction_id, 'sent', claim_generation, now(), queue FROM done;
-"""
+FINISH = FINALIZE_OPTIONS_FINISH["keep_sql"]  # the plain finish of bench/finalize_options.py
 SCRIPTS = {
     "today": """SELECT array_agg(id) AS ids, array_agg(claim_generation) AS generations
   FROM sendjobs_claim(:batch, '60 seconds') \\gset
@@ -96,15 +85,6 @@ def stand(db, standing):
                   WHERE next_attempt_at < now() - interval '12 hours'""")
 
 
-def top_up(db, backlog):
-    """At least `backlog` due jobs before a run (outside the timed part)."""
-    missing = backlog - int(psql(db, "SELECT count(*) FROM send_jobs WHERE status = 'pending'", capture=True))
-    if missing > 0:
-        psql(db, f"INSERT INTO send_jobs (payload) SELECT '{{\"n\": 1}}' FROM generate_series(1, {missing})")
-    psql(db, "VACUUM send_jobs")
-    psql(db, "CHECKPOINT")
-
-
 def hot_share(db):
     return psql(db, "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'send_jobs'",
                 capture=True).split("|")
@@ -121,12 +101,7 @@ def main(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
-    tmp = tempfile.mkdtemp(prefix="sendjobs-claim-options.")
-    scripts = {}
-    for arm in ARMS:
-        scripts[arm] = os.path.join(tmp, f"{arm}.sql")
-        with open(scripts[arm], "w") as f:
-            f.write(SCRIPTS[arm])
+    scripts = write_scripts(SCRIPTS, "sendjobs-claim-options.")
     standings = [int(s) for s in a.standing.split(",")]
     db = {}
     for standing in standings:

@@ -112,6 +112,17 @@ ALTER TABLE send_jobs_finished ADD PRIMARY KEY (id);
 """
 
 
+def write_scripts(texts, prefix):
+    """Each arm's pgbench script, written to a new folder: {arm: path}."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    paths = {}
+    for arm, text in texts.items():
+        paths[arm] = os.path.join(folder, f"{arm}.sql")
+        with open(paths[arm], "w") as f:
+            f.write(text)
+    return paths
+
+
 def top_up(db, backlog):
     """At least `backlog` due jobs before a run (outside the timed part)."""
     missing = backlog - int(psql(db, "SELECT count(*) FROM ONLY send_jobs WHERE status = 'pending'", capture=True))
@@ -131,12 +142,9 @@ def main(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
-    tmp = tempfile.mkdtemp(prefix="sendjobs-finalize-options.")
-    scripts = {}
+    scripts = write_scripts({arm: CLAIMS.get(arm, CLAIM) + FINISH[arm] for arm in ARMS},
+                            "sendjobs-finalize-options.")
     for arm in ARMS:
-        scripts[arm] = os.path.join(tmp, f"{arm}.sql")
-        with open(scripts[arm], "w") as f:
-            f.write(CLAIMS.get(arm, CLAIM) + FINISH[arm])
         psql("postgres", f"CREATE DATABASE {arm}")
         psql(arm, "CREATE EXTENSION sendjobs")
     psql("move", MOVED_EVENTS)

@@ -18,14 +18,12 @@ Reports jobs/s (median, range) and history/empty per layout. A prototype's measu
 """
 
 import argparse
-import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 
-from finalize_options import CLAIMS, FINISH, FINISHED_TABLE
+from finalize_options import CLAIMS, FINISH, FINISHED_TABLE, write_scripts
 from lifecycle import add_backlog, fill_history, pgbench, psql, spread
 
 DATABASES = ("keep_empty", "keep_history", "split_empty", "split_history")
@@ -48,12 +46,8 @@ def main(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
-    tmp = tempfile.mkdtemp(prefix="sendjobs-split-history.")
-    scripts = {}
-    for layout in ("keep_sql", "split"):
-        scripts[layout] = os.path.join(tmp, f"{layout}.sql")
-        with open(scripts[layout], "w") as f:
-            f.write(CLAIMS[layout] + FINISH[layout])
+    scripts = write_scripts({layout: CLAIMS[layout] + FINISH[layout] for layout in ("keep_sql", "split")},
+                            "sendjobs-split-history.")
     started = time.monotonic()
     for db in DATABASES:
         psql("postgres", f"CREATE DATABASE {db}")

@@ -95,9 +95,13 @@ logfile = {self.dir}/pgbouncer.log
         self.stop()
         raise RuntimeError("pgbouncer did not start")
 
-    def admin(self, command):
-        subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                        "-d", "pgbouncer", "-c", command], check=True, capture_output=True)
+    def admin(self, command, check=True):
+        return subprocess.run(["psql", "-X", "-q", "-At", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                               "-d", "pgbouncer", "-c", command], check=check, capture_output=True, text=True).stdout
+
+    def clients(self, database):
+        """How many clients the pooler has for `database` (SHOW CLIENTS: type|user|database|...)."""
+        return sum(line.split("|")[2] == database for line in self.admin("SHOW CLIENTS").splitlines())
 
     def stop(self):
         self.process.terminate()
@@ -245,27 +249,33 @@ def wakeup(worker, partner):
     print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
 
 
-def stop_while_away(worker, partner, bouncer):
-    """SIGTERM while the database is away (the pooler refuses the database and has
-    dropped its connections): a worker sending a job gives up its finalize once a lease
-    has passed, an idle one gives up its claim at once, and both exit 0. The job stays
-    in flight, to come back after its lease."""
-    name = f"workers_{worker}_away"
+def stop_while_cut_off(worker, partner, kind, url, connected, cut, restore, settle):
+    """SIGTERM while the worker is cut off from its database (`cut(name)`, then `settle`
+    seconds): a worker sending a job gives up its finalize once a lease has passed, an
+    idle one gives up its claim, and both exit 0 within a lease and a few seconds. The
+    job stays in flight, to come back after its lease."""
+    name = f"workers_{worker}_{kind}"
     db, _ = fresh_database(name)
-    db.execute("""SELECT sendjobs_enqueue('{"delay": 1.0}', 'q')""")
+    # A send of 4 s: it is still running when the workers are cut off, whatever the time
+    # they took to start.
+    db.execute("""SELECT sendjobs_enqueue('{"delay": 4.0}', 'q')""")
     processes = {}
     try:
-        for tag in ("sending", "idle"):
-            env = dict(os.environ, DATABASE_URL=f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}",
-                       PARTNER_URL=partner.url, QUEUE="q", LEASE_SECONDS=str(LEASE_SECONDS),
-                       POLL_SECONDS="0.2", LISTEN="0", WORKER_NAME=f"{name}-{tag}")
+        for tag, queue in (("sending", "q"), ("idle", "nothing")):
+            env = dict(os.environ, DATABASE_URL=url(name), PARTNER_URL=partner.url, QUEUE=queue,
+                       LEASE_SECONDS=str(LEASE_SECONDS), CONNECT_TIMEOUT_SECONDS="2", POLL_SECONDS="0.2",
+                       LISTEN="0", WORKER_NAME=f"{name}-{tag}")
             processes[tag] = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
-            if tag == "sending":
-                wait_until(db, "SELECT status = 'in_flight' FROM send_jobs", 15, "the job's claim")
-        time.sleep(0.3)  # both claim in a loop now (the idle one every 0.2 s)
-        bouncer.admin(f"DISABLE {name}")
-        bouncer.admin(f"KILL {name}")
-        time.sleep(0.5)  # the idle one is retrying its claim
+        wait_until(db, "SELECT status = 'in_flight' FROM send_jobs", 15, "the job's claim")
+        # Both connected (a first connection that fails ends a worker at once), and
+        # claiming in a loop (the idle one every 0.2 s).
+        deadline = time.monotonic() + 15
+        while connected(name) < 2:
+            assert time.monotonic() < deadline, "the workers did not connect"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        cut(name)
+        time.sleep(settle)
         for process in processes.values():
             process.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
@@ -276,15 +286,25 @@ def stop_while_away(worker, partner, bouncer):
         elapsed = time.monotonic() - signalled
         job = db.execute("SELECT status, attempts FROM send_jobs").fetchone()
         assert job == ("in_flight", 1), f"the job whose finalize was given up: {job}"
+        assert elapsed < LEASE_SECONDS + 5, f"the workers took {elapsed:.1f} s to stop"
     finally:
         for process in processes.values():
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        bouncer.admin(f"RESUME {name}")
-        bouncer.admin(f"ENABLE {name}")
+        restore(name)
         db.close()
-    print(f"   {worker} away: both workers exited {elapsed:.1f} s after SIGTERM, the database away", flush=True)
+    print(f"   {worker} {kind}: both workers exited {elapsed:.1f} s after SIGTERM", flush=True)
+
+
+def stop_while_away(worker, partner, bouncer):
+    """Cut off by the pooler: it refuses the database and has dropped its connections
+    (the idle worker is retrying its claim at the signal)."""
+    stop_while_cut_off(worker, partner, "away", lambda name: f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}",
+                       connected=bouncer.clients, cut=lambda name: (bouncer.admin(f"DISABLE {name}"), bouncer.admin(f"KILL {name}")),
+                       restore=lambda name: (bouncer.admin(f"RESUME {name}", check=False),
+                                             bouncer.admin(f"ENABLE {name}", check=False)),
+                       settle=0.5)
 
 
 class FrozenProxy:
@@ -322,43 +342,19 @@ class FrozenProxy:
 
 
 def stop_while_frozen(worker, partner):
-    """SIGTERM while the server has stopped answering (the proxy holds every byte): a
-    worker whose finalize, and one whose claim, waits for an answer that will not come
-    exits 0 within a lease and a few seconds; the job stays in flight."""
-    name = f"workers_{worker}_frozen"
-    db, _ = fresh_database(name)
-    db.execute("""SELECT sendjobs_enqueue('{"delay": 1.0}', 'q')""")
+    """Cut off by silence: a proxy that stops forwarding (the idle worker's claim, and
+    then the sending worker's heartbeat and finalize, wait for an answer)."""
     proxy = FrozenProxy()
-    processes = {}
     try:
-        for tag in ("sending", "idle"):
-            env = dict(os.environ, DATABASE_URL=f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}",
-                       PARTNER_URL=partner.url, QUEUE="q", LEASE_SECONDS=str(LEASE_SECONDS),
-                       CONNECT_TIMEOUT_SECONDS="2", POLL_SECONDS="0.2", LISTEN="0", WORKER_NAME=f"{name}-{tag}")
-            processes[tag] = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
-            if tag == "sending":
-                wait_until(db, "SELECT status = 'in_flight' FROM send_jobs", 15, "the job's claim")
-        time.sleep(0.3)
-        proxy.frozen.set()
-        time.sleep(1.2)  # the send ends: its finalize waits for an answer, as does a claim
-        for process in processes.values():
-            process.send_signal(signal.SIGTERM)
-        signalled = time.monotonic()
-        for tag, process in processes.items():
-            out, _ = process.communicate(timeout=LEASE_SECONDS + 5)
-            assert process.returncode == 0, f"{tag} worker exited with {process.returncode}"
-            json.loads(out.strip().splitlines()[-1])
-        elapsed = time.monotonic() - signalled
-        job = db.execute("SELECT status FROM send_jobs").fetchone()[0]
-        assert job == "in_flight", f"the job whose finalize was given up: {job}"
+        def connected(name):
+            with psycopg.connect(dbname=name, autocommit=True) as db:
+                return db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s",
+                                  (f"{name}-%",)).fetchone()[0]
+        stop_while_cut_off(worker, partner, "frozen", lambda name: f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}",
+                           connected=connected, cut=lambda name: proxy.frozen.set(), restore=lambda name: None,
+                           settle=1.2)
     finally:
-        for process in processes.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
         proxy.close()
-        db.close()
-    print(f"   {worker} frozen: both workers exited {elapsed:.1f} s after SIGTERM, the server silent", flush=True)
 
 
 # The Rust crate's tests that need neither LISTEN nor a worker's session by name (the

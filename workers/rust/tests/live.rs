@@ -130,6 +130,25 @@ async fn kill_connection(db: &Client, name: &str) {
     assert_eq!(killed, 1, "connections named {name}");
 }
 
+/// Stops the workers, each of which must then return `Ok` within `within`.
+async fn stop_all<const N: usize>(
+    workers: [(oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>); N],
+    within: Duration,
+) {
+    let mut runs = Vec::new();
+    for (stop, run) in workers {
+        stop.send(()).unwrap();
+        runs.push(run);
+    }
+    for run in runs {
+        tokio::time::timeout(within, run)
+            .await
+            .expect("the worker stopped")
+            .unwrap()
+            .unwrap();
+    }
+}
+
 /// Runs `worker` in a task until the returned sender fires.
 fn start<S, F>(
     worker: Worker,
@@ -531,15 +550,11 @@ async fn a_stop_while_the_database_is_away_ends_the_worker() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await; // the idle one is claiming again
     let asked = Instant::now();
-    stop_sending.send(()).unwrap();
-    stop_idle.send(()).unwrap();
-    for run in [sending, idle] {
-        tokio::time::timeout(lease + Duration::from_secs(3), run)
-            .await
-            .expect("the worker stopped")
-            .unwrap()
-            .unwrap();
-    }
+    stop_all(
+        [(stop_sending, sending), (stop_idle, idle)],
+        lease + Duration::from_secs(3),
+    )
+    .await;
     let waited = asked.elapsed();
     let status: String = db
         .query_one("SELECT status FROM send_jobs", &[])
@@ -700,15 +715,11 @@ async fn a_stop_while_the_server_is_silent_ends_the_worker() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     frozen.store(true, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(1200)).await; // the send has ended
-    stop_sending.send(()).unwrap();
-    stop_idle.send(()).unwrap();
-    for run in [sending, idle] {
-        tokio::time::timeout(lease + Duration::from_secs(3), run)
-            .await
-            .expect("the worker stopped")
-            .unwrap()
-            .unwrap();
-    }
+    stop_all(
+        [(stop_sending, sending), (stop_idle, idle)],
+        lease + Duration::from_secs(3),
+    )
+    .await;
     let status: String = db
         .query_one("SELECT status FROM send_jobs", &[])
         .await
