@@ -681,14 +681,15 @@ async fn frozen_proxy(target: String, frozen: Arc<AtomicBool>) -> u16 {
     port
 }
 
-/// A stop while the server no longer answers ends the worker within a lease: the
-/// finalize of a worker whose send ended, and the claim of an idle one, wait for an
-/// answer that does not come (no refusal, no reset: a proxy holds every byte).
+/// A stop while the server no longer answers ends the worker within a lease: the batch
+/// finalize of a worker whose 40 sends ended (then made again one by one, each given up
+/// at once), and the claim of an idle one, wait for an answer that does not come (no
+/// refusal, no reset: a proxy holds every byte).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
 async fn a_stop_while_the_server_is_silent_ends_the_worker() {
     let (_, db) = database("worker_silent").await;
-    enqueue(&db, 1).await;
+    enqueue(&db, 40).await;
     let base: tokio_postgres::Config = std::env::var("SENDJOBS_WORKER_TEST_DSN")
         .unwrap()
         .parse()
@@ -697,11 +698,13 @@ async fn a_stop_while_the_server_is_silent_ends_the_worker() {
     let target = format!("127.0.0.1:{}", base.get_ports()[0]);
     let port = frozen_proxy(target, frozen.clone()).await;
     let lease = Duration::from_secs(2);
-    let config = || {
+    let config = |queue: &str| {
         Config::new(format!(
             "host=127.0.0.1 port={port} user=postgres dbname=worker_silent"
         ))
-        .queue("q")
+        .queue(queue)
+        .batch(40)
+        .concurrency(40)
         .lease(lease)
         .poll_interval(Duration::from_millis(100))
     };
@@ -709,9 +712,9 @@ async fn a_stop_while_the_server_is_silent_ends_the_worker() {
         tokio::time::sleep(Duration::from_secs(1)).await;
         Outcome::Sent
     };
-    let (stop_sending, sending) = start(Worker::new(config()).unwrap(), send);
+    let (stop_sending, sending) = start(Worker::new(config("q")).unwrap(), send);
     all_in_flight(&db).await;
-    let (stop_idle, idle) = start(Worker::new(config()).unwrap(), send);
+    let (stop_idle, idle) = start(Worker::new(config("nothing")).unwrap(), send);
     tokio::time::sleep(Duration::from_millis(300)).await;
     frozen.store(true, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(1200)).await; // the send has ended
@@ -720,13 +723,10 @@ async fn a_stop_while_the_server_is_silent_ends_the_worker() {
         lease + Duration::from_secs(3),
     )
     .await;
-    let status: String = db
-        .query_one("SELECT status FROM send_jobs", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let in_flight = "SELECT count(*) FROM send_jobs WHERE status = 'in_flight'";
     assert_eq!(
-        status, "in_flight",
-        "the finalize given up leaves its job to its lease"
+        scalar(&db, in_flight).await,
+        40,
+        "the finalizes given up leave their jobs to their leases"
     );
 }
