@@ -224,10 +224,10 @@ class Worker:
             try:
                 rows = await self.call(self.sql_claim, (self.batch, self.lease, self.queue), claim=True)
             except psycopg.Error as e:
+                if self.stopping.is_set():  # first: a refused reconnect must not fail a clean stop
+                    break
                 if is_permanent(e):  # a bad argument, a missing grant: waiting will not mend it
                     raise
-                if self.stopping.is_set():
-                    break
                 log.warning("claim failed (%s); again in %g s", e, self.poll)
                 self.counters["errors"] += 1
                 rows = []

@@ -273,8 +273,8 @@ export class Worker {
       try {
         jobs = await this.call(this.sql.claim, [batch, leaseSeconds, queue], true);
       } catch (e: any) {
+        if (this.stopping) break; // first: a refused reconnect must not fail a clean stop
         if (permanent(e)) throw e; // a bad argument, a missing grant: waiting will not mend it
-        if (this.stopping) break;
         console.error(`sendjobs-worker: claim failed (${e.message}); again in ${pollSeconds} s`);
         this.counters.errors++;
       }
