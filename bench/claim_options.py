@@ -32,7 +32,7 @@ import random
 import statistics
 import sys
 
-from finalize_options import FINISH as FINALIZE_OPTIONS_FINISH, top_up, write_scripts
+from finalize_options import FINISH as FINALIZE_OPTIONS_FINISH, grid_arguments, top_up, write_scripts
 from lifecycle import pgbench, psql, spread  # bench/lifecycle.py: the same helpers
 
 ARMS = ("today", "today_sql", "one_scan")
@@ -92,13 +92,8 @@ def hot_share(db):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--clients", default="1,4")
-    p.add_argument("--batches", default="10,100")
+    grid_arguments(p)
     p.add_argument("--standing", default="0,2000")
-    p.add_argument("--duration", type=int, default=5)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--backlog", type=int, default=300_000)
-    p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
     scripts = write_scripts(SCRIPTS, "sendjobs-claim-options.")

@@ -112,6 +112,16 @@ ALTER TABLE send_jobs_finished ADD PRIMARY KEY (id);
 """
 
 
+def grid_arguments(p):
+    """The options of an interleaved grid of short runs, shared by the prototype benches."""
+    p.add_argument("--clients", default="1,4")
+    p.add_argument("--batches", default="10,100")
+    p.add_argument("--duration", type=int, default=5)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--backlog", type=int, default=300_000)
+    p.add_argument("--seed", type=int, default=1)
+
+
 def write_scripts(texts, prefix):
     """Each arm's pgbench script, written to a new folder: {arm: path}."""
     folder = tempfile.mkdtemp(prefix=prefix)
@@ -134,12 +144,7 @@ def top_up(db, backlog):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--clients", default="1,4")
-    p.add_argument("--batches", default="10,100")
-    p.add_argument("--duration", type=int, default=5)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--backlog", type=int, default=300_000)
-    p.add_argument("--seed", type=int, default=1)
+    grid_arguments(p)
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
     scripts = write_scripts({arm: CLAIMS.get(arm, CLAIM) + FINISH[arm] for arm in ARMS},
