@@ -130,11 +130,25 @@ async fn kill_connection(db: &Client, name: &str) {
     assert_eq!(killed, 1, "connections named {name}");
 }
 
+type Running = (oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>);
+
+/// A worker sending the database's jobs (each send takes 1 s), once it holds them all,
+/// and an idle one beside it, both claiming in a loop: the two workers the stop tests cut
+/// off from their database.
+async fn sending_and_idle(db: &Client, sending: Config, idle: Config) -> [Running; 2] {
+    let send = |_job: Job| async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Outcome::Sent
+    };
+    let sending = start(Worker::new(sending).unwrap(), send);
+    all_in_flight(db).await;
+    let idle = start(Worker::new(idle).unwrap(), send);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    [sending, idle]
+}
+
 /// Stops the workers, each of which must then return `Ok` within `within`.
-async fn stop_all<const N: usize>(
-    workers: [(oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>); N],
-    within: Duration,
-) {
+async fn stop_all<const N: usize>(workers: [Running; N], within: Duration) {
     let mut runs = Vec::new();
     for (stop, run) in workers {
         stop.send(()).unwrap();
@@ -531,14 +545,7 @@ async fn a_stop_while_the_database_is_away_ends_the_worker() {
             .poll_interval(Duration::from_millis(100))
             .application_name(name)
     };
-    let send = |_job: Job| async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        Outcome::Sent
-    };
-    let (stop_sending, sending) = start(Worker::new(config("away-sending")).unwrap(), send);
-    all_in_flight(&db).await;
-    let (stop_idle, idle) = start(Worker::new(config("away-idle")).unwrap(), send);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let workers = sending_and_idle(&db, config("away-sending"), config("away-idle")).await;
     let base = std::env::var("SENDJOBS_WORKER_TEST_DSN").unwrap();
     let admin = connect(&format!("{base} dbname=postgres")).await;
     admin
@@ -550,11 +557,7 @@ async fn a_stop_while_the_database_is_away_ends_the_worker() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await; // the idle one is claiming again
     let asked = Instant::now();
-    stop_all(
-        [(stop_sending, sending), (stop_idle, idle)],
-        lease + Duration::from_secs(3),
-    )
-    .await;
+    stop_all(workers, lease + Duration::from_secs(3)).await;
     let waited = asked.elapsed();
     let status: String = db
         .query_one("SELECT status FROM send_jobs", &[])
@@ -708,21 +711,10 @@ async fn a_stop_while_the_server_is_silent_ends_the_worker() {
         .lease(lease)
         .poll_interval(Duration::from_millis(100))
     };
-    let send = |_job: Job| async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        Outcome::Sent
-    };
-    let (stop_sending, sending) = start(Worker::new(config("q")).unwrap(), send);
-    all_in_flight(&db).await;
-    let (stop_idle, idle) = start(Worker::new(config("nothing")).unwrap(), send);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let workers = sending_and_idle(&db, config("q"), config("nothing")).await;
     frozen.store(true, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(1200)).await; // the send has ended
-    stop_all(
-        [(stop_sending, sending), (stop_idle, idle)],
-        lease + Duration::from_secs(3),
-    )
-    .await;
+    stop_all(workers, lease + Duration::from_secs(3)).await;
     let in_flight = "SELECT count(*) FROM send_jobs WHERE status = 'in_flight'";
     assert_eq!(
         scalar(&db, in_flight).await,
