@@ -68,8 +68,33 @@ COMMENT ON CONSTRAINT send_jobs_state_check ON @extschema@.send_jobs IS
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
 COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
 COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
-COMMENT ON INDEX @extschema@.send_jobs_idempotency_key_idx IS 'Idempotency keys are unique when set (partial: jobs without a key have no entry).';
 COMMENT ON INDEX @extschema@.send_jobs_redrive_of_idx IS 'A failed job is redriven at most once (partial: only redriven jobs have an entry).';
+COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
+    'send_jobs itself holds only unfinished jobs (pending, in_flight); a finished job is in send_jobs_finished. Not inherited.';
+
+-- send_jobs_finished: its columns are send_jobs'', and say what they say there.
+COMMENT ON CONSTRAINT send_jobs_finished_check ON @extschema@.send_jobs_finished IS
+    'Only finished jobs (sent, failed, cancelled).';
+COMMENT ON INDEX @extschema@.send_jobs_finished_redrive_of_idx IS 'A failed job is redriven at most once: the redrives that finished (partial).';
+DO $$
+DECLARE
+    col record;
+BEGIN
+    FOR col IN SELECT a.attname, pg_catalog.col_description(a.attrelid, a.attnum) AS text
+                 FROM pg_catalog.pg_attribute AS a
+                WHERE a.attrelid = '@extschema@.send_jobs'::pg_catalog.regclass
+                  AND a.attnum > 0 AND NOT a.attisdropped
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON COLUMN @extschema@.send_jobs_finished.%I IS %L',
+                                  col.attname, col.text);
+    END LOOP;
+END $$;
+
+-- send_job_keys
+COMMENT ON TABLE @extschema@.send_job_keys IS
+    'sendjobs: the idempotency keys in use, unique across send_jobs and send_jobs_finished (written by sendjobs_enqueue, deleted by sendjobs_purge).';
+COMMENT ON COLUMN @extschema@.send_job_keys.idempotency_key IS 'The key, as send_jobs.idempotency_key holds it.';
+COMMENT ON COLUMN @extschema@.send_job_keys.job_id IS 'The job that holds it.';
 
 -- send_job_events
 COMMENT ON COLUMN @extschema@.send_job_events.id IS 'The event''s id, in staging order.';

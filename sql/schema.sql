@@ -43,11 +43,6 @@ CREATE INDEX send_jobs_pending_idx
 -- Claim, pending branch with a queue filter.
 CREATE INDEX send_jobs_pending_queue_idx
     ON @extschema@.send_jobs (queue, next_attempt_at, id) WHERE status = 'pending';
--- Idempotency keys are unique when set. Partial, so that jobs without a key have no entry
--- here: every claim and finalize is a non-HOT update, which adds an entry to each index
--- whose predicate the new row version satisfies.
-CREATE UNIQUE INDEX send_jobs_idempotency_key_idx
-    ON @extschema@.send_jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- Claim, expired-lease branch: in_flight rows are few (workers x batch), found by expiry.
 -- The predicate is "has a lease" (the same rows as status = 'in_flight', by the CHECK
 -- above), not the status: a finalize or heartbeat, fenced on status = 'in_flight', must
@@ -58,6 +53,43 @@ CREATE INDEX send_jobs_lease_idx
 -- have an entry, so the claim and the finalize never write to it.
 CREATE UNIQUE INDEX send_jobs_redrive_of_idx
     ON @extschema@.send_jobs (redrive_of) WHERE redrive_of IS NOT NULL;
+
+-- Finished jobs (sent, failed, cancelled) leave send_jobs itself for this child table,
+-- in the statement that finishes them: a DELETE from send_jobs and an INSERT here.
+-- SELECT ... FROM send_jobs reads both tables, so every reader still sees every job with
+-- its status; the statements on live jobs read ONLY send_jobs. Why: a vacuum with index
+-- cleanup reads the whole of every index of its table, and send_jobs needs one every few
+-- seconds (its claims leave dead entries where the claim order starts, above). With the
+-- history in send_jobs, each such vacuum read a primary key of 10,000,000 jobs (294 MB),
+-- and claim + finalize ran at 0.86-0.96 of an empty table's speed; with the history
+-- here, at 1.03, 1.06, 0.99 (README: Vacuum and a long history; bench/lifecycle.sh).
+-- The two CHECKs keep each row in its table: a statement that finished a job in place
+-- fails. The state rule (sql/job_state.sql) is inherited; the identity is not.
+ALTER TABLE ONLY @extschema@.send_jobs ADD CONSTRAINT send_jobs_live_check
+    CHECK (status IN ('pending', 'in_flight')) NO INHERIT;
+CREATE TABLE @extschema@.send_jobs_finished (
+    CONSTRAINT send_jobs_finished_pkey PRIMARY KEY (id),
+    CONSTRAINT send_jobs_finished_check CHECK (status IN ('sent', 'failed', 'cancelled'))
+) INHERITS (@extschema@.send_jobs);
+-- The move gives each job its id; the default is for a direct insert of history (a
+-- migration, a test), from the ids' own sequence.
+ALTER TABLE @extschema@.send_jobs_finished
+    ALTER COLUMN id SET DEFAULT pg_catalog.nextval('@extschema@.send_jobs_id_seq');
+-- sendjobs_redrive looks here for an earlier redrive of a failed job (in send_jobs too).
+CREATE UNIQUE INDEX send_jobs_finished_redrive_of_idx
+    ON @extschema@.send_jobs_finished (redrive_of) WHERE redrive_of IS NOT NULL;
+
+COMMENT ON TABLE @extschema@.send_jobs_finished IS
+    'sendjobs: the finished jobs (sent, failed, cancelled), moved here from send_jobs when they finish; read them through send_jobs';
+
+-- Idempotency keys, unique across send_jobs and send_jobs_finished (a unique index
+-- cannot span two tables): sendjobs_enqueue inserts the key here first, with the id its
+-- job will have, and creates the job only when the key was new. sendjobs_purge deletes a
+-- purged job's key.
+CREATE TABLE @extschema@.send_job_keys (
+    idempotency_key text   PRIMARY KEY,
+    job_id          bigint NOT NULL
+);
 
 CREATE TABLE @extschema@.send_job_events (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -114,6 +146,8 @@ CREATE TABLE @extschema@.sendjobs_queues (
 -- Keep user rows across pg_dump / restore.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_transaction_link', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events_id_seq', '');

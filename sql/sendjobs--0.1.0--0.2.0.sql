@@ -12,7 +12,8 @@
 --    (send_job_events.queue, and send_job_events_unsent_idx). Events staged before the
 --    update have no queue (NULL), but those of its last 10 minutes: filling all of them
 --    would rewrite the outbox while the update holds its lock.
---  * send_jobs is vacuumed by churn, not by size (sql/schema.sql says why).
+--  * send_jobs is vacuumed by churn, not by size, and its finished jobs move to
+--    send_jobs_finished, the idempotency keys to send_job_keys (sql/schema.sql says why).
 --  * send_job_events.job_id loses its foreign key (its check cost every finalize a
 --    second lock of the job row); sendjobs_purge deletes events itself.
 -- The last part repeats the statements of sql/comments_and_privileges.sql, which a
@@ -70,6 +71,39 @@ CREATE TABLE @extschema@.sendjobs_queues (
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
 COMMENT ON TABLE @extschema@.send_job_events IS
     'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), staged in the transaction that finished it';
+
+-- Finished jobs move to send_jobs_finished (sql/schema.sql says why): the finished
+-- rows of 0.1.0 move once, here, under the update's lock (a rewrite of the history: its
+-- time grows with it). Idempotency keys move to send_job_keys, unique across both tables.
+CREATE TABLE @extschema@.send_jobs_finished (
+    CONSTRAINT send_jobs_finished_pkey PRIMARY KEY (id),
+    CONSTRAINT send_jobs_finished_check CHECK (status IN ('sent', 'failed', 'cancelled'))
+) INHERITS (@extschema@.send_jobs);
+-- The move gives each job its id; the default is for a direct insert of history (a
+-- migration, a test), from the ids' own sequence.
+ALTER TABLE @extschema@.send_jobs_finished
+    ALTER COLUMN id SET DEFAULT pg_catalog.nextval('@extschema@.send_jobs_id_seq');
+WITH leaving AS (
+    DELETE FROM ONLY @extschema@.send_jobs WHERE status IN ('sent', 'failed', 'cancelled')
+ RETURNING *
+)
+INSERT INTO @extschema@.send_jobs_finished SELECT * FROM leaving;
+ALTER TABLE ONLY @extschema@.send_jobs ADD CONSTRAINT send_jobs_live_check
+    CHECK (status IN ('pending', 'in_flight')) NO INHERIT;
+CREATE UNIQUE INDEX send_jobs_finished_redrive_of_idx
+    ON @extschema@.send_jobs_finished (redrive_of) WHERE redrive_of IS NOT NULL;
+COMMENT ON TABLE @extschema@.send_jobs_finished IS
+    'sendjobs: the finished jobs (sent, failed, cancelled), moved here from send_jobs when they finish; read them through send_jobs';
+CREATE TABLE @extschema@.send_job_keys (
+    idempotency_key text   PRIMARY KEY,
+    job_id          bigint NOT NULL
+);
+INSERT INTO @extschema@.send_job_keys (idempotency_key, job_id)
+SELECT idempotency_key, id FROM @extschema@.send_jobs WHERE idempotency_key IS NOT NULL;
+DROP INDEX @extschema@.send_jobs_idempotency_key_idx;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');
+
 
 DROP FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name, text, text);
 CREATE FUNCTION @extschema@.sendjobs_link_transactions(
@@ -201,8 +235,34 @@ COMMENT ON CONSTRAINT send_jobs_state_check ON @extschema@.send_jobs IS
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
 COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
 COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
-COMMENT ON INDEX @extschema@.send_jobs_idempotency_key_idx IS 'Idempotency keys are unique when set (partial: jobs without a key have no entry).';
 COMMENT ON INDEX @extschema@.send_jobs_redrive_of_idx IS 'A failed job is redriven at most once (partial: only redriven jobs have an entry).';
+COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
+    'send_jobs itself holds only unfinished jobs (pending, in_flight); a finished job is in send_jobs_finished. Not inherited.';
+
+-- send_jobs_finished: its columns are send_jobs'', and say what they say there.
+COMMENT ON CONSTRAINT send_jobs_finished_check ON @extschema@.send_jobs_finished IS
+    'Only finished jobs (sent, failed, cancelled).';
+COMMENT ON INDEX @extschema@.send_jobs_finished_redrive_of_idx IS 'A failed job is redriven at most once: the redrives that finished (partial).';
+DO $$
+DECLARE
+    col record;
+BEGIN
+    FOR col IN SELECT a.attname, pg_catalog.col_description(a.attrelid, a.attnum) AS text
+                 FROM pg_catalog.pg_attribute AS a
+                WHERE a.attrelid = '@extschema@.send_jobs'::pg_catalog.regclass
+                  AND a.attnum > 0 AND NOT a.attisdropped
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON COLUMN @extschema@.send_jobs_finished.%I IS %L',
+                                  col.attname, col.text);
+    END LOOP;
+END $$;
+
+-- send_job_keys
+COMMENT ON TABLE @extschema@.send_job_keys IS
+    'sendjobs: the idempotency keys in use, unique across send_jobs and send_jobs_finished (written by sendjobs_enqueue, deleted by sendjobs_purge).';
+COMMENT ON COLUMN @extschema@.send_job_keys.idempotency_key IS 'The key, as send_jobs.idempotency_key holds it.';
+COMMENT ON COLUMN @extschema@.send_job_keys.job_id IS 'The job that holds it.';
+
 
 -- send_job_events
 COMMENT ON COLUMN @extschema@.send_job_events.id IS 'The event''s id, in staging order.';

@@ -10,8 +10,10 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::{Stamp, TransactionLink};
-use crate::spi_plans::{execute, plan};
-use crate::statements::{CLAIM_ANY_QUEUE, CLAIM_ONE_QUEUE, UNSTAMPED_NOTE};
+use crate::spi_plans::{catalog_is_0_2, execute, plan};
+use crate::statements::{
+    CLAIM_ANY_QUEUE, CLAIM_ANY_QUEUE_0_1, CLAIM_ONE_QUEUE, CLAIM_ONE_QUEUE_0_1, UNSTAMPED_NOTE,
+};
 use crate::subtransaction::try_step;
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease
@@ -41,10 +43,11 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
     Spi::connect_mut(|client| {
         // Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own
         // index under a generic plan (sql/statements/claim.sql).
-        let sql = if queue.is_some() {
-            &CLAIM_ONE_QUEUE
-        } else {
-            &CLAIM_ANY_QUEUE
+        let sql = match (queue.is_some(), catalog_is_0_2(client)?) {
+            (true, true) => &CLAIM_ONE_QUEUE,
+            (false, true) => &CLAIM_ANY_QUEUE,
+            (true, false) => &CLAIM_ONE_QUEUE_0_1,
+            (false, false) => &CLAIM_ANY_QUEUE_0_1,
         };
         let claim = plan(
             client,

@@ -7,8 +7,10 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::TransactionLink;
-use crate::spi_plans::{execute, first_value, plan};
-use crate::statements::{ENQUEUE, ENQUEUE_FIND_BY_KEY};
+use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan};
+use crate::statements::{
+    ENQUEUE_0_1, ENQUEUE_FIND_BY_KEY, ENQUEUE_FIND_BY_KEY_0_1, ENQUEUE_NO_KEY, ENQUEUE_WITH_KEY,
+};
 use crate::wakeup;
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
@@ -61,9 +63,14 @@ fn enqueue(
                 link.check_key(client, transaction_id)?;
             }
         }
+        let catalog_0_2 = catalog_is_0_2(client)?;
         let insert = plan(
             client,
-            &ENQUEUE,
+            match (idempotency_key.is_some(), catalog_0_2) {
+                (true, true) => &ENQUEUE_WITH_KEY,
+                (false, true) => &ENQUEUE_NO_KEY,
+                (_, false) => &ENQUEUE_0_1,
+            },
             &[
                 pg_sys::JSONBOID.into(),
                 pg_sys::TEXTOID.into(),
@@ -91,7 +98,12 @@ fn enqueue(
         }
         // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh
         // statement (a fresh snapshot under READ COMMITTED) sees the row.
-        let find = plan(client, &ENQUEUE_FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
+        let find = if catalog_0_2 {
+            &ENQUEUE_FIND_BY_KEY
+        } else {
+            &ENQUEUE_FIND_BY_KEY_0_1
+        };
+        let find = plan(client, find, &[pg_sys::TEXTOID.into()])?;
         first_value::<i64>(execute(client, &find, &[idempotency_key.into()])?)?.ok_or_else(|| {
             SendJobsError::Internal(
                 "the job holding this idempotency key is not visible; retry the call".into(),

@@ -8,8 +8,8 @@ use pgrx::prelude::*;
 use crate::clock::wall_clock;
 use crate::errors::{distinct_id, or_raise, required, Result, SendJobsError};
 use crate::link::{Stamp, TransactionLink};
-use crate::spi_plans::{execute, first_value, plan};
-use crate::statements::{JOB_STATUSES, REDRIVE, REDRIVE_FIND};
+use crate::spi_plans::{execute, plan};
+use crate::statements::{JOB_STATUSES, REDRIVE, REDRIVE_LOCK};
 use crate::wakeup;
 
 /// Sends each failed job of `ids` again: a new pending job, due now, with the same queue,
@@ -37,6 +37,11 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
     }
 
     Spi::connect_mut(|client| {
+        // Two statements: the second's snapshot is taken after the first has locked the
+        // failed jobs, so it sees what a concurrent redrive of them created
+        // (sql/statements/redrive_lock.sql).
+        let lock = plan(client, &REDRIVE_LOCK, &[pg_sys::INT8ARRAYOID.into()])?;
+        execute(client, &lock, &[ids.clone().into()])?;
         let redrive = plan(
             client,
             &REDRIVE,
@@ -47,34 +52,25 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
         let mut queues = Vec::new();
         for row in execute(client, &redrive, &[ids.clone().into(), wall_clock().into()])? {
             let id = row.get::<i64>(1)?.unwrap_or_default();
-            let created = row.get::<bool>(3)? == Some(true);
-            if created {
+            let new_id = row.get::<i64>(2)?.ok_or_else(|| {
+                SendJobsError::Internal(format!("job {id} was redriven, but to no job"))
+            })?;
+            if row.get::<bool>(3)? == Some(true) {
                 if let Some(transaction_id) = row.get::<String>(4)? {
                     to_stamp.push(transaction_id);
                 }
                 queues.extend(row.get::<String>(5)?);
             }
-            done.insert(id, row.get::<i64>(2)?);
+            done.insert(id, new_id);
         }
         if done.len() < ids.len() {
             refuse_the_rest(client, &ids, &done)?;
         }
-        // A new job created by a transaction that committed after the redrive's snapshot.
-        let find = plan(client, &REDRIVE_FIND, &[pg_sys::INT8OID.into()])?;
-        let mut result = Vec::with_capacity(ids.len());
-        for id in &ids {
-            let new_id = match done.get(id).copied().flatten() {
-                Some(new_id) => new_id,
-                None => first_value::<i64>(execute(client, &find, &[(*id).into()])?)?.ok_or_else(
-                    || {
-                        SendJobsError::Internal(format!(
-                            "the job that redrove job {id} is not visible; retry the call"
-                        ))
-                    },
-                )?,
-            };
-            result.push((*id, new_id));
-        }
+        let result = ids
+            .iter()
+            .map(|id| done.get(id).map(|new_id| (*id, *new_id)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| SendJobsError::Internal("a job was not redriven".into()))?;
         if !to_stamp.is_empty() {
             if let Some(link) = TransactionLink::current(client)? {
                 for transaction_id in &to_stamp {
@@ -94,7 +90,7 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
 fn refuse_the_rest(
     client: &pgrx::spi::SpiClient<'_>,
     ids: &[i64],
-    done: &BTreeMap<i64, Option<i64>>,
+    done: &BTreeMap<i64, i64>,
 ) -> Result<()> {
     let statuses = plan(client, &JOB_STATUSES, &[pg_sys::INT8ARRAYOID.into()])?;
     let mut known = BTreeMap::new();

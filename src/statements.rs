@@ -11,7 +11,9 @@
 //! lacks: the 0.2.0 library runs against a 0.1.0 catalog between the install of its
 //! files and `ALTER EXTENSION sendjobs UPDATE` (see the README's "Upgrading"). They are
 //! kept, marked with `SINCE_0_2`, and spi_plans drops or keeps them for the catalog it
-//! finds (`for_catalog`).
+//! finds (`for_catalog`). A statement whose 0.2.0 form differs more than by a few lines
+//! has a second file for a 0.1.0 catalog, in `sql/statements/catalog_0_1/`, and its
+//! caller picks one with `spi_plans::catalog_is_0_2`.
 
 use std::sync::LazyLock;
 
@@ -36,9 +38,18 @@ pub static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
 pub static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
 pub static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
 pub static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
+// The statements that differ for a 0.1.0 catalog (no send_jobs_finished, no send_job_keys),
+// which the 0.2.0 library meets between the install of its files and the update.
+pub static CLAIM_ANY_QUEUE_0_1: Statement = statement!("catalog_0_1/claim.sql", "any_queue");
+pub static CLAIM_ONE_QUEUE_0_1: Statement = statement!("catalog_0_1/claim.sql", "one_queue");
+pub static FINALIZE_BATCH_0_1: Statement = statement!("catalog_0_1/finalize.sql", "batch");
+pub static FINALIZE_ONE_0_1: Statement = statement!("catalog_0_1/finalize.sql", "one");
+pub static ENQUEUE_0_1: Statement = statement!("catalog_0_1/enqueue.sql");
+pub static ENQUEUE_FIND_BY_KEY_0_1: Statement = statement!("catalog_0_1/enqueue_find_by_key.sql");
 pub static HEARTBEAT: Statement = statement!("heartbeat.sql");
 pub static JOB_EXISTS: Statement = statement!("job_exists.sql");
-pub static ENQUEUE: Statement = statement!("enqueue.sql");
+pub static ENQUEUE_WITH_KEY: Statement = statement!("enqueue.sql", "with_key");
+pub static ENQUEUE_NO_KEY: Statement = statement!("enqueue.sql", "no_key");
 pub static ENQUEUE_FIND_BY_KEY: Statement = statement!("enqueue_find_by_key.sql");
 pub static LINK_SAVE: Statement = statement!("link_save.sql");
 pub static LINK_UNLINK: Statement = statement!("link_unlink.sql");
@@ -52,7 +63,7 @@ pub static ACCESS_LEVEL: Statement = statement!("access_level.sql");
 pub static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
 pub static CANCEL: Statement = statement!("cancel.sql");
 pub static REDRIVE: Statement = statement!("redrive.sql");
-pub static REDRIVE_FIND: Statement = statement!("redrive_find.sql");
+pub static REDRIVE_LOCK: Statement = statement!("redrive_lock.sql");
 pub static JOB_STATUSES: Statement = statement!("job_statuses.sql");
 pub static PURGE: Statement = statement!("purge.sql");
 pub static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");

@@ -30,6 +30,6 @@ SELECT level.privilege
     ('admin',    'EXECUTE ON FUNCTION @extschema@.sendjobs_purge(interval, integer)'),
     ('admin',    'EXECUTE ON FUNCTION @extschema@.sendjobs_notify(text, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION @extschema@.sendjobs_stats()'),
-    ('admin',    'SELECT ON TABLE @extschema@.send_jobs, @extschema@.send_job_events, @extschema@.sendjobs_transaction_link, @extschema@.sendjobs_queues')
+    ('admin',    'SELECT ON TABLE @extschema@.send_jobs, @extschema@.send_job_events, @extschema@.sendjobs_transaction_link, @extschema@.sendjobs_queues, @extschema@.send_jobs_finished, @extschema@.send_job_keys')
   ) AS level (name, privilege)
  WHERE level.name = $1

@@ -1,11 +1,21 @@
 -- sendjobs_cancel (src/cancel.rs): job $1, when pending or in_flight, becomes cancelled
--- (terminal) with its 'cancelled' event; $2 now. A terminal job is left as it is. The
--- holder of an in_flight job loses it: its finalize and heartbeat are fenced on
--- status = 'in_flight' and now get 'stale'.
-WITH cancelled AS (
-    UPDATE @extschema@.send_jobs
-       SET status = 'cancelled', finished_at = $2, lease_expires_at = NULL
+-- (terminal) with its 'cancelled' event, and moves to send_jobs_finished (sql/schema.sql);
+-- $2 now. A terminal job is left as it is. The holder of an in_flight job loses it: its
+-- finalize and heartbeat are fenced on an in_flight row in send_jobs and now get 'stale'.
+WITH leaving AS (
+    DELETE FROM ONLY @extschema@.send_jobs
      WHERE id = $1 AND status IN ('pending', 'in_flight')
+ RETURNING *
+),
+cancelled AS (
+    INSERT INTO @extschema@.send_jobs_finished
+           (id, queue, payload, transaction_id, idempotency_key, status, attempts,
+            max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
+            last_error, created_at, finished_at, redrive_of)
+    SELECT id, queue, payload, transaction_id, idempotency_key, 'cancelled', attempts,
+           max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
+           last_error, created_at, $2, redrive_of
+      FROM leaving
  RETURNING id, transaction_id, claim_generation, queue
 ),
 event AS (

@@ -2,8 +2,9 @@
 -- $1 now (timestamptz), $2 batch (int8), $3 lease (interval), $4 queue (text).
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
--- finalize could never apply, on every attempt). Such rows come back with gave_up, and
--- src/claim.rs stamps their business rows and claims again for the places they took.
+-- finalize could never apply, on every attempt); it moves to send_jobs_finished. Such rows
+-- come back with gave_up (and no job), and src/claim.rs stamps their business rows and
+-- claims again for the places they took.
 -- Two variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
 -- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
 --
@@ -26,7 +27,7 @@
 -- (a lease of 0 expires at once), so the rounds src/claim.rs runs after jobs gave up
 -- cannot take back, or give up on, what an earlier round of the same call claimed.
 WITH pending AS MATERIALIZED (
-    SELECT id, next_attempt_at FROM @extschema@.send_jobs
+    SELECT id, next_attempt_at FROM ONLY @extschema@.send_jobs
      WHERE status = 'pending' AND next_attempt_at <= $1
 --- variant any_queue
        AND $4::text IS NULL
@@ -38,7 +39,7 @@ WITH pending AS MATERIALIZED (
      FOR UPDATE SKIP LOCKED
 ),
 expired AS MATERIALIZED (
-    SELECT id, next_attempt_at, attempts >= max_attempts AS gave_up FROM @extschema@.send_jobs
+    SELECT id, next_attempt_at, attempts >= max_attempts AS gave_up FROM ONLY @extschema@.send_jobs
      WHERE status = 'in_flight' AND lease_expires_at <= $1
        AND lease_expires_at IS NOT NULL
        AND claimed_at < $1
@@ -59,32 +60,41 @@ picked AS MATERIALIZED (
     LIMIT $2
 ),
 claimed AS (
-    UPDATE @extschema@.send_jobs AS job
-       SET status = CASE WHEN picked.gave_up THEN 'failed' ELSE 'in_flight' END,
-           attempts = job.attempts + CASE WHEN picked.gave_up THEN 0 ELSE 1 END,
-           claimed_at = CASE WHEN picked.gave_up THEN job.claimed_at ELSE $1 END,
-           lease_expires_at = CASE WHEN picked.gave_up THEN NULL ELSE $1 + $3 END,
-           claim_generation = job.claim_generation + CASE WHEN picked.gave_up THEN 0 ELSE 1 END,
-           finished_at = CASE WHEN picked.gave_up THEN $1 END,
-           last_error = CASE WHEN picked.gave_up
-               THEN pg_catalog.concat('sendjobs: gave up: the lease of attempt ', job.attempts,
-                        ' of ', job.max_attempts, ' expired', ' (last error: ' || job.last_error || ')')
-               ELSE job.last_error END
+    UPDATE ONLY @extschema@.send_jobs AS job
+       SET status = 'in_flight',
+           attempts = job.attempts + 1,
+           claimed_at = $1,
+           lease_expires_at = $1 + $3,
+           claim_generation = job.claim_generation + 1
       FROM picked
-     WHERE job.id = picked.id
- RETURNING job, picked.gave_up, job.transaction_id, job.next_attempt_at, job.id
+     WHERE job.id = picked.id AND NOT picked.gave_up
+ RETURNING job, job.next_attempt_at, job.id, job.transaction_id
+),
+-- The jobs that gave up leave send_jobs for send_jobs_finished, failed (sql/schema.sql).
+leaving AS (
+    DELETE FROM ONLY @extschema@.send_jobs AS job
+     USING picked
+     WHERE job.id = picked.id AND picked.gave_up
+ RETURNING job.*
 ),
 gave_up AS (
-    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at
---- catalog 0.2.0
-                                             , queue
---- end
-                                            )
-    SELECT (job).id, (job).transaction_id, 'failed', (job).claim_generation, $1
---- catalog 0.2.0
-           , (job).queue
---- end
-      FROM claimed
-     WHERE claimed.gave_up
+    INSERT INTO @extschema@.send_jobs_finished
+           (id, queue, payload, transaction_id, idempotency_key, status, attempts,
+            max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
+            last_error, created_at, finished_at, redrive_of)
+    SELECT id, queue, payload, transaction_id, idempotency_key, 'failed', attempts,
+           max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
+           pg_catalog.concat('sendjobs: gave up: the lease of attempt ', attempts,
+               ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
+           created_at, $1, redrive_of
+      FROM leaving
+ RETURNING id, transaction_id, claim_generation, queue, next_attempt_at
+),
+event AS (
+    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
+    SELECT id, transaction_id, 'failed', claim_generation, $1, queue FROM gave_up
 )
-SELECT job, gave_up, id, transaction_id FROM claimed ORDER BY next_attempt_at, id
+SELECT job, false AS gave_up, id, transaction_id, next_attempt_at FROM claimed
+UNION ALL
+SELECT NULL, true, id, transaction_id, next_attempt_at FROM gave_up
+ORDER BY next_attempt_at, id

@@ -1,8 +1,26 @@
 -- sendjobs_enqueue (src/enqueue.rs): add a job; nothing when its idempotency key is taken.
 -- $1 payload, $2 queue, $3 next_attempt_at, $4 transaction_id, $5 idempotency_key,
--- $6 max_attempts. The conflict target names the partial index's predicate.
+-- $6 max_attempts.
+-- Two variants. no_key: a plain insert. with_key: the key is inserted into send_job_keys
+-- first, with the id the job will have (the ids' own sequence), and the job only when
+-- the key was new: keys are unique across send_jobs and send_jobs_finished, which one
+-- unique index could not span (sql/schema.sql). ON CONFLICT waits for a transaction that
+-- holds the same key and has not committed yet.
+--- variant with_key
+WITH key AS (
+    INSERT INTO @extschema@.send_job_keys (idempotency_key, job_id)
+    VALUES ($5, pg_catalog.nextval('@extschema@.send_jobs_id_seq'))
+    ON CONFLICT (idempotency_key) DO NOTHING
+ RETURNING job_id
+)
+INSERT INTO @extschema@.send_jobs
+       (id, payload, queue, next_attempt_at, transaction_id, idempotency_key, max_attempts)
+       OVERRIDING SYSTEM VALUE
+SELECT key.job_id, $1, $2, $3, $4, $5, $6 FROM key
+RETURNING id
+--- variant no_key
 INSERT INTO @extschema@.send_jobs
        (payload, queue, next_attempt_at, transaction_id, idempotency_key, max_attempts)
 VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id
+--- end

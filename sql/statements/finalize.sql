@@ -1,16 +1,21 @@
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
--- the fenced update of claims ($1[i], $2[i]), each fenced on its own, the event of each
+-- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, the event of each
 -- terminal result, and per claim what the caller and the business-row stamp need.
 -- $1 ids (int8[]), $2 generations (int8[]), $3 outcome (text), $4 now (timestamptz),
 -- $5 retry_at (timestamptz), $6 backoff base ms (float8), $7 backoff max ms (float8),
 -- $8 error (text).
 -- Two variants: batch (the claims unnested, joined to the table, results in input
--- order) and one (a batch of one, every sendjobs_finalize: the same update without the
--- unnest, the join and the sort, which cost about as much as the update itself for a
--- single row).
--- A retry past max_attempts becomes 'failed'. The backoff is base * 2^(attempts - 1)
--- capped at max, computed in milliseconds (no interval overflow). Whether a job that did
--- not apply exists at all ("known") is only looked up for the claims that did not apply.
+-- order) and one (a batch of one, every sendjobs_finalize: the same statement without
+-- the unnest, the join and the sort, which cost about as much as the finish itself for
+-- a single row).
+-- A retry with attempts left stays in send_jobs, pending again (retried); any other
+-- result is terminal and moves the job to send_jobs_finished (leaving, finished;
+-- sql/schema.sql says why). A retry past max_attempts becomes 'failed'. The two
+-- predicates cannot both hold for a row, and the one that does not apply to $3 is a
+-- one-time filter of its branch. The backoff is base * 2^(attempts - 1) capped at max,
+-- computed in milliseconds (no interval overflow). Whether a job that did not apply
+-- exists at all ("known": in either table) is only looked up for the claims that did
+-- not apply.
 WITH
 --- variant batch
 claim AS (
@@ -18,18 +23,11 @@ claim AS (
                   WITH ORDINALITY AS c(id, generation, ord)
 ),
 --- end
-done AS (
-    UPDATE @extschema@.send_jobs AS job
-       SET status = CASE WHEN $3 <> 'retry' THEN $3
-                         WHEN job.attempts < job.max_attempts THEN 'pending'
-                         ELSE 'failed' END,
-           next_attempt_at = CASE
-               WHEN $3 = 'retry' AND job.attempts < job.max_attempts
-               THEN coalesce($5, $4 + pg_catalog.make_interval(secs =>
-                        least($7, $6 * pg_catalog.power(2::float8, least(job.attempts - 1, 40))) / 1000.0))
-               ELSE job.next_attempt_at END,
-           finished_at = CASE WHEN $3 = 'retry' AND job.attempts < job.max_attempts
-                              THEN NULL ELSE $4 END,
+retried AS (
+    UPDATE ONLY @extschema@.send_jobs AS job
+       SET status = 'pending',
+           next_attempt_at = coalesce($5, $4 + pg_catalog.make_interval(secs =>
+               least($7, $6 * pg_catalog.power(2::float8, least(job.attempts - 1, 40))) / 1000.0)),
            lease_expires_at = NULL,
            last_error = coalesce($8, job.last_error)
 --- variant batch
@@ -39,20 +37,43 @@ done AS (
      WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
        AND job.claim_generation = ($2::int8[])[1]
 --- end
- RETURNING job.id, job.status, job.transaction_id, job.claim_generation, job.queue
+       AND $3 = 'retry' AND job.attempts < job.max_attempts
+ RETURNING job.id, job.status, job.transaction_id
+),
+leaving AS (
+    DELETE FROM ONLY @extschema@.send_jobs AS job
+--- variant batch
+     USING claim
+     WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
+--- variant one
+     WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
+       AND job.claim_generation = ($2::int8[])[1]
+--- end
+       AND ($3 <> 'retry' OR job.attempts >= job.max_attempts)
+ RETURNING job.*
+),
+finished AS (
+    INSERT INTO @extschema@.send_jobs_finished
+           (id, queue, payload, transaction_id, idempotency_key, status, attempts,
+            max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
+            last_error, created_at, finished_at, redrive_of)
+    SELECT id, queue, payload, transaction_id, idempotency_key,
+           CASE WHEN $3 = 'retry' THEN 'failed' ELSE $3 END, attempts,
+           max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
+           coalesce($8, last_error), created_at, $4, redrive_of
+      FROM leaving
+ RETURNING id, status, transaction_id, claim_generation, queue
 ),
 event AS (
-    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at
---- catalog 0.2.0
-                                             , queue
---- end
-                                            )
-    SELECT id, transaction_id, status, claim_generation, $4
---- catalog 0.2.0
-           , queue
---- end
-      FROM done
+    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
+    SELECT id, transaction_id, status, claim_generation, $4, queue
+      FROM finished
      WHERE status IN ('sent', 'failed')
+),
+done AS (
+    SELECT id, status, transaction_id FROM retried
+    UNION ALL
+    SELECT id, status, transaction_id FROM finished
 )
 --- variant batch
 SELECT claim.id, done.status, done.transaction_id,

@@ -1,6 +1,6 @@
 -- sendjobs_heartbeat (src/finalize.rs): extend the lease of the claim ($1 id, $2 generation)
 -- to $3 now + $4 lease, only while that claim is the current one of an in_flight job.
-UPDATE @extschema@.send_jobs
+UPDATE ONLY @extschema@.send_jobs
    SET lease_expires_at = $3 + $4
  WHERE id = $1 AND status = 'in_flight' AND claim_generation = $2
 RETURNING id

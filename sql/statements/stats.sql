@@ -17,13 +17,16 @@
 --     (exact up to 10,000), the sent ones (and more failed or cancelled) from a sample.
 --   * The queue's in-flight jobs are few (workers x batch) and always counted, through
 --     send_jobs_lease_idx.
--- The table-wide figures (dead tuples, what holds vacuum back) repeat on every row. They
--- are read as the extension's owner, who sees every backend in pg_stat_activity.
+-- Every job counted is unfinished: only send_jobs itself is read (ONLY), never the
+-- history in send_jobs_finished.
+-- The table-wide figures (send_jobs' own dead tuples, what holds vacuum back) repeat on
+-- every row. They are read as the extension's owner, who sees every backend in
+-- pg_stat_activity.
 WITH RECURSIVE pending_queues AS (
     -- A skip scan: one descent of the pending index per queue.
-    SELECT pg_catalog.min(queue) AS queue FROM @extschema@.send_jobs WHERE status = 'pending'
+    SELECT pg_catalog.min(queue) AS queue FROM ONLY @extschema@.send_jobs WHERE status = 'pending'
     UNION ALL
-    SELECT (SELECT pg_catalog.min(job.queue) FROM @extschema@.send_jobs AS job
+    SELECT (SELECT pg_catalog.min(job.queue) FROM ONLY @extschema@.send_jobs AS job
              WHERE job.status = 'pending' AND job.queue > seen.queue)
       FROM pending_queues AS seen
      WHERE seen.queue IS NOT NULL
@@ -41,7 +44,7 @@ pending_cells AS (
      CROSS JOIN LATERAL (
            SELECT pg_catalog.count(*) AS n, pg_catalog.min(entry.id) AS low_id,
                   pg_catalog.min(entry.next_attempt_at) AS oldest_due
-             FROM (SELECT job.id, job.next_attempt_at FROM @extschema@.send_jobs AS job
+             FROM (SELECT job.id, job.next_attempt_at FROM ONLY @extschema@.send_jobs AS job
                     WHERE job.status = 'pending' AND job.queue = q.queue
                       AND job.next_attempt_at BETWEEN state.due_from AND state.due_until
                     ORDER BY job.next_attempt_at LIMIT 1001) AS entry) AS first
@@ -54,7 +57,7 @@ pending_slices AS (
     -- it out.
     SELECT low, (high - low) / 2048.0 AS width
       FROM (SELECT pg_catalog.min(low_id) FILTER (WHERE n > 1000) AS low,
-                   (SELECT pg_catalog.max(id) + 1 FROM @extschema@.send_jobs) AS high
+                   (SELECT pg_catalog.max(id) + 1 FROM ONLY @extschema@.send_jobs) AS high
               FROM pending_cells) AS bounds
      WHERE low IS NOT NULL
 ),
@@ -64,7 +67,7 @@ pending_sampled AS (
       FROM pending_slices AS r
      CROSS JOIN LATERAL (SELECT r.low + pg_catalog.floor((slice + pg_catalog.random()) * r.width)::int8 AS id
                            FROM pg_catalog.generate_series(0, 2047) AS slice) AS sampled
-      JOIN @extschema@.send_jobs AS job ON job.id = sampled.id
+      JOIN ONLY @extschema@.send_jobs AS job ON job.id = sampled.id
      WHERE job.status = 'pending'
      GROUP BY 1, 2
 ),
@@ -75,7 +78,7 @@ pending_counted AS (
       LEFT JOIN pending_sampled AS s ON s.queue = c.queue AND s.ready = c.ready
      CROSS JOIN LATERAL (
            SELECT pg_catalog.count(*) AS n
-             FROM (SELECT FROM @extschema@.send_jobs AS job
+             FROM (SELECT FROM ONLY @extschema@.send_jobs AS job
                     WHERE job.status = 'pending' AND job.queue = c.queue
                       AND job.next_attempt_at BETWEEN c.due_from AND c.due_until
                     ORDER BY job.next_attempt_at LIMIT 10001) AS entry) AS counted
@@ -106,7 +109,7 @@ held AS (
            pg_catalog.count(*) FILTER (WHERE lease_expires_at > $1) AS in_flight,
            pg_catalog.count(*) FILTER (WHERE lease_expires_at <= $1) AS expired,
            pg_catalog.count(*) FILTER (WHERE attempts >= max_attempts) AS at_last_attempt
-      FROM @extschema@.send_jobs
+      FROM ONLY @extschema@.send_jobs
      WHERE lease_expires_at IS NOT NULL
      GROUP BY queue
 ),

@@ -151,13 +151,13 @@ mod tests {
     /// measured in bench/lifecycle.py, README: sendjobs_stats.)
     #[pg_test]
     fn stats_read_the_backlog_through_its_indexes() {
-        run("INSERT INTO send_jobs (payload, status, claimed_at, finished_at, attempts, claim_generation)
+        run("INSERT INTO send_jobs_finished (payload, status, claimed_at, finished_at, attempts, claim_generation)
              SELECT '{}', 'sent', now() - interval '2 days', now() - interval '2 days', 1, 1
                FROM generate_series(1, 300000);
              INSERT INTO send_jobs (payload, queue, next_attempt_at)
              SELECT '{}', 'q' || (g % 4), now() - interval '1 day' + g * interval '1 s'
                FROM generate_series(1, 48100) g;
-             INSERT INTO send_jobs (payload, status, claimed_at, finished_at, attempts, claim_generation)
+             INSERT INTO send_jobs_finished (payload, status, claimed_at, finished_at, attempts, claim_generation)
              SELECT '{}', CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'sent' END,
                     now() - interval '2 minutes', now() - interval '1 minute', 1, 1
                FROM generate_series(1, 12000) g;

@@ -30,7 +30,7 @@ from .workers import Stopped, close_quietly, connect_until, connection_lost
 # No transaction_id: no business row, and the operator leaves them alone.
 SEED_SQL = """
 WITH j AS (
-    INSERT INTO public.send_jobs (queue, payload, status, attempts, max_attempts, claim_generation,
+    INSERT INTO public.send_jobs_finished (queue, payload, status, attempts, max_attempts, claim_generation,
                                   claimed_at, next_attempt_at, created_at, finished_at, last_error)
     SELECT (%s::text[])[1 + i %% 2], jsonb_build_object('seeded', i), s.status,
            s.tries, 5, s.tries, CASE WHEN s.tries > 0 THEN now() - interval '1 day' END,

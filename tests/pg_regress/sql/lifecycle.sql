@@ -108,6 +108,10 @@ SELECT id = :redriven AS redriven_job, claim_generation FROM sendjobs_claim(1, '
 SELECT sendjobs_finalize(:redriven, 1, 'sent');
 SELECT job_id = :redriven AS redriven_job, kind FROM send_job_events WHERE job_id IN (1, :redriven) ORDER BY id;
 SELECT status FROM payments WHERE id = 'p1';
+-- Its new job has finished, and so left send_jobs itself for send_jobs_finished:
+-- redriving job 1 again still returns it, and creates nothing.
+SELECT new_id = :redriven AS same_job, (SELECT count(*) FROM send_jobs) AS jobs
+  FROM sendjobs_redrive(ARRAY[1]);
 -- A guard without the exit keeps the payment failed (WARNING); the job is redriven.
 UPDATE payments SET status = 'failed' WHERE id = 'p2';
 SELECT sendjobs_enqueue('{"n": 8}', transaction_id => 'p2', max_attempts => 1) AS job8 \gset
@@ -117,6 +121,25 @@ DROP TRIGGER zz_sendjobs_guard_terminal ON payments;
 SELECT sendjobs_guard_terminal('payments', exits => '{}');
 SELECT count(*) AS redriven FROM sendjobs_redrive(ARRAY[:job8]);
 SELECT status FROM payments WHERE id = 'p2';
+
+-------------------------------------------------------------------------------------
+-- Finished jobs leave send_jobs itself for send_jobs_finished
+-------------------------------------------------------------------------------------
+
+-- Every finished job is in send_jobs_finished, every unfinished one in send_jobs itself;
+-- SELECT ... FROM send_jobs reads both.
+SELECT tableoid::regclass AS in_table, status, count(*) FROM send_jobs GROUP BY 1, 2 ORDER BY 1, 2;
+-- An idempotency key stays taken when its job finishes: enqueueing it again returns the
+-- finished job and creates nothing.
+SELECT sendjobs_enqueue('{"n": 9}', idempotency_key => 'k9') AS job9 \gset
+SELECT sendjobs_cancel(:job9);
+SELECT sendjobs_enqueue('{"n": 10}', idempotency_key => 'k9') = :job9 AS same_job,
+       (SELECT count(*) FROM send_jobs WHERE idempotency_key = 'k9') AS jobs_with_k9;
+-- Not even the owner finishes a job in place, nor keeps a live one among the finished.
+\set VERBOSITY terse
+UPDATE ONLY send_jobs SET status = 'cancelled', finished_at = now() WHERE id = :job8 + 1;
+INSERT INTO send_jobs_finished (payload) VALUES ('{}');
+\set VERBOSITY default
 
 -------------------------------------------------------------------------------------
 -- sendjobs_purge
@@ -137,6 +160,11 @@ SELECT count(*) FILTER (WHERE finished_at IS NOT NULL) AS finished,
        count(*) FILTER (WHERE finished_at IS NULL) AS unfinished,
        (SELECT count(*) FROM send_job_events) AS events
   FROM send_jobs;
+-- A purged job's idempotency key goes with it: the key is free again.
+SELECT count(*) AS keys_left FROM send_job_keys;
+SELECT sendjobs_enqueue('{"n": 11}', idempotency_key => 'k9') <> :job9 AS a_new_job;
+SELECT sendjobs_cancel(id) FROM send_jobs WHERE idempotency_key = 'k9';
+SELECT sendjobs_purge('0 seconds', 100);
 
 -------------------------------------------------------------------------------------
 -- sendjobs_notify and sendjobs_stats
@@ -171,7 +199,7 @@ SELECT queue, ready, scheduled, in_flight, expired, at_last_attempt,
 INSERT INTO send_jobs (payload, queue, next_attempt_at)
 SELECT '{}', 'big', now() - interval '1 hour' FROM generate_series(1, 15000);
 WITH finished AS (
-    INSERT INTO send_jobs (payload, queue, status, attempts, claim_generation, claimed_at, finished_at)
+    INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation, claimed_at, finished_at)
     SELECT '{}', 'big', CASE WHEN g % 40 = 0 THEN 'failed' ELSE 'sent' END, 1, 1,
            now() - interval '2 minutes', now() - interval '1 minute'
       FROM generate_series(1, 12000) g

@@ -105,6 +105,7 @@ RESET ROLE;
 SET ROLE sj_monitor;
 SELECT id, status, claim_generation FROM send_jobs ORDER BY id;
 SELECT payload FROM send_jobs;                                 -- 42501: payloads excluded
+SELECT payload FROM send_jobs_finished;                        -- 42501: nor those of finished jobs
 SELECT job_id, kind, claim_generation FROM send_job_events;
 SELECT queue, ready, in_flight, sent_5m, cancelled_5m FROM sendjobs_stats();
 SELECT sendjobs_purge('0 seconds');                            -- 42501: not an admin
@@ -120,7 +121,8 @@ CREATE FUNCTION pg_temp.queue_state() RETURNS text LANGUAGE sql AS $$
         (SELECT string_agg(j::text, ';' ORDER BY id) FROM send_jobs j),
         (SELECT string_agg(e::text, ';' ORDER BY id) FROM send_job_events e),
         (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l),
-        (SELECT string_agg(q::text, ';') FROM sendjobs_queues q)))
+        (SELECT string_agg(q::text, ';') FROM sendjobs_queues q),
+        (SELECT string_agg(k::text, ';' ORDER BY k) FROM send_job_keys k)))
 $$;
 CREATE FUNCTION pg_temp.sqlstate_as(who text, statement text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -154,7 +156,14 @@ SELECT who, attack, pg_temp.sqlstate_as(who, attack) AS sqlstate
     -- turn wake-ups on, or make a pending job look like a redrive of another
     $a$INSERT INTO sendjobs_queues VALUES ('default', true)$a$,
     $a$UPDATE send_jobs SET redrive_of = 1 WHERE id = 2$a$,
-    $a$SELECT setval('send_jobs_id_seq', 1)$a$]) AS attack
+    $a$SELECT setval('send_jobs_id_seq', 1)$a$,
+    -- through the finished jobs' table: forge a finished job, revive or rewrite one
+    $a$INSERT INTO send_jobs_finished (payload, status, finished_at) VALUES ('{}', 'sent', now())$a$,
+    $a$UPDATE send_jobs_finished SET last_error = 'forged' WHERE id = 1$a$,
+    $a$DELETE FROM send_jobs_finished$a$,
+    -- take an idempotency key, or free one that a job holds
+    $a$INSERT INTO send_job_keys VALUES ('k-attack', 1)$a$,
+    $a$DELETE FROM send_job_keys$a$]) AS attack
  ORDER BY 1, 2;
 SELECT state = pg_temp.queue_state() AS nothing_changed FROM before;
 -- The holder of job 2 still finishes it.
