@@ -93,14 +93,15 @@ def sizes(db):
 
 def fill_history(db, count):
     """`count` jobs that finished two days ago, with their events, as a finished history
-    looks after months of work (the ids come first, as old work has the low ids)."""
+    looks after months of work (the ids come first, as old work has the low ids). They
+    go where finished jobs go, send_jobs_finished."""
     step = 1_000_000
     for start in range(0, count, step):
         n = min(step, count - start)
         psql(db, f"""
             WITH jobs AS (
-                INSERT INTO send_jobs (payload, queue, status, attempts, claim_generation,
-                                       next_attempt_at, claimed_at, finished_at, created_at)
+                INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation,
+                                                next_attempt_at, claimed_at, finished_at, created_at)
                 SELECT jsonb_build_object('n', g), 'default', 'sent', 1, 1,
                        now() - interval '2 days', now() - interval '2 days',
                        now() - interval '2 days', now() - interval '2 days'
@@ -109,8 +110,8 @@ def fill_history(db, count):
             INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
             SELECT id, 'sent', 1, finished_at, queue FROM jobs""")
         print(f"   history: {start + n:,} of {count:,}", flush=True)
-    psql(db, "VACUUM ANALYZE send_jobs")
-    psql(db, "VACUUM ANALYZE send_job_events")
+    for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
+        psql(db, f"VACUUM ANALYZE {table}")
 
 
 def add_backlog(db, count):
@@ -140,13 +141,12 @@ def history_runs(a, scripts, rng, measure=True):
         add_backlog(db, a.backlog)
         psql(db, "VACUUM (FREEZE, ANALYZE)")
         if a.vacuum_between_reps:
-            for table in ("send_jobs", "send_job_events"):
+            for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
                 psql(db, f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
     for rep in range(a.reps):
         if a.vacuum_between_reps:
             for db in ("empty", "history"):
-                psql(db, "VACUUM send_jobs")
-                psql(db, "VACUUM send_job_events")
+                psql(db, "VACUUM send_jobs, send_jobs_finished, send_job_events")
         for clients, batch in points:
             arms = ["empty", "history"]
             rng.shuffle(arms)
@@ -219,7 +219,7 @@ def stats_runs(a):
     timed by the client and followed by an exact count of the same figures (read within
     a second of it), so that the estimates' error is measured too."""
     db = "history"
-    psql(db, "DELETE FROM send_jobs WHERE status = 'pending'")
+    psql(db, "DELETE FROM ONLY send_jobs WHERE status = 'pending'")
     psql(db, f"INSERT INTO send_jobs (payload, queue, next_attempt_at) "
              f"SELECT '{{}}', 'q' || (g % 4), now() - interval '1 hour' + g * interval '10 ms' "
              f"  FROM generate_series(1, {a.stats_backlog}) g")
@@ -227,16 +227,16 @@ def stats_runs(a):
     events = a.stats_events
     psql(db, f"""
         WITH jobs AS (
-            INSERT INTO send_jobs (payload, queue, status, attempts, claim_generation,
-                                   next_attempt_at, claimed_at, finished_at)
+            INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation,
+                                            next_attempt_at, claimed_at, finished_at)
             SELECT '{{}}', 'q' || (g % 4), CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'sent' END,
                    1, 1, now(), now(), now() - ({events} - g) * interval '300 s' / {events}
               FROM generate_series(1, {events}) g
             RETURNING id, queue, status, finished_at)
         INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
         SELECT id, status, 1, finished_at, queue FROM jobs ORDER BY id""")
-    psql(db, "VACUUM ANALYZE send_jobs")
-    psql(db, "VACUUM ANALYZE send_job_events")
+    for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
+        psql(db, f"VACUUM ANALYZE {table}")
     import psycopg2  # Debian's python3-psycopg2, as tests/soak uses
     conn = psycopg2.connect(dbname=db)
     conn.autocommit = True

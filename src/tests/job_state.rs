@@ -29,13 +29,17 @@ mod tests {
         }
         assert_eq!(before, state_without_txn());
 
-        // Rows that agree with their status are accepted, whoever writes them.
-        for change in [
-            format!("status = 'in_flight', {lease}"),
-            "status = 'cancelled', lease_expires_at = NULL, finished_at = now()".to_owned(),
-        ] {
-            let update = format!("UPDATE send_jobs SET {change} WHERE id = {id}");
-            assert_eq!(sqlstate_of(&update), "00000", "{update}");
-        }
+        // The rule holds in send_jobs_finished too (inherited): a finished job without
+        // finished_at is refused there.
+        let unfinished = "INSERT INTO send_jobs_finished (payload, status) VALUES ('{}', 'sent')";
+        assert_eq!(sqlstate_of(unfinished), "23514", "{unfinished}");
+
+        // Rows that agree with their status are accepted, whoever writes them: in
+        // send_jobs an unfinished one, in send_jobs_finished a finished one.
+        let update = format!("UPDATE send_jobs SET status = 'in_flight', {lease} WHERE id = {id}");
+        assert_eq!(sqlstate_of(&update), "00000", "{update}");
+        let finished = "INSERT INTO send_jobs_finished (payload, status, finished_at) \
+                        VALUES ('{}', 'cancelled', now())";
+        assert_eq!(sqlstate_of(finished), "00000", "{finished}");
     }
 }

@@ -41,6 +41,17 @@ SELECT pg_temp.expect(string_agg(concat_ws(':', id, status, claim_generation), '
 SELECT pg_temp.expect(string_agg(concat_ws(':', job_id, kind, claim_generation), ',' ORDER BY job_id)
                       = '1:sent:1,2:failed:1', 'their events unchanged')
   FROM send_job_events WHERE job_id <= 6;
+-- They moved to send_jobs_finished; send_jobs itself keeps the unfinished ones. The
+-- idempotency keys moved to send_job_keys.
+SELECT pg_temp.expect(string_agg(concat_ws(':', id, tableoid::regclass), ',' ORDER BY id)
+                      = '1:send_jobs_finished,2:send_jobs_finished,3:send_jobs,4:send_jobs,5:send_jobs,6:send_jobs',
+                      'finished jobs in send_jobs_finished, the others in send_jobs')
+  FROM send_jobs WHERE id <= 6;
+SELECT pg_temp.expect(count(*) = 0, 'no finished job left in send_jobs itself')
+  FROM ONLY send_jobs WHERE finished_at IS NOT NULL;
+SELECT pg_temp.expect(string_agg(concat_ws(':', idempotency_key, job_id), ',' ORDER BY job_id) = 'k5:5,k6:6',
+                      'the idempotency keys in send_job_keys')
+  FROM send_job_keys WHERE idempotency_key IN ('k5', 'k6');
 
 -- A claim now takes the expired lease (4, generation 2) and the due job (5), not the job
 -- whose lease still runs (3) nor the scheduled one (6).
@@ -62,6 +73,7 @@ SELECT pg_temp.expect(string_agg(concat_ws(':', id, status), ',' ORDER BY id) = 
 UPDATE transactions SET status = 'failed' WHERE id = 'tx-1';
 SELECT pg_temp.expect(status = 'success', 'the guard refuses a terminal flip') FROM transactions WHERE id = 'tx-1';
 SELECT pg_temp.expect(sendjobs_enqueue('{}', idempotency_key => 'k6') = 6, 'an idempotency key finds its job');
+SELECT pg_temp.expect(sendjobs_enqueue('{}', idempotency_key => 'k5') = 5, 'the key of a job sent since finds it');
 SELECT pg_temp.expect(status = 'pending' AND next_attempt_at > now(), 'the scheduled job waits')
   FROM send_jobs WHERE id = 6;
 
