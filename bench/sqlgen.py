@@ -162,15 +162,19 @@ def add_clock_cte(sql):
 
 
 CLOCK = "(SELECT clock.now FROM clock)"
-CLAIM_TAIL = "SELECT job, gave_up, id, transaction_id FROM claimed ORDER BY next_attempt_at, id"
+CLAIM_TAIL = ("SELECT job, false AS gave_up, id, transaction_id, next_attempt_at FROM claimed\n"
+              "UNION ALL\n"
+              "SELECT NULL, true, id, transaction_id, next_attempt_at FROM gave_up\n"
+              "ORDER BY next_attempt_at, id")
 
 
 # The tables of S, P and F are copies of the tables the extension created for E (so they
 # are the DDL of sql/schema.sql as installed, whatever the source tree holds now):
 # LIKE ... INCLUDING ALL copies columns, defaults, identity, CHECK constraints, indexes
 # (partial ones too), storage and comments; reloptions (fillfactor) and foreign keys are
-# copied from the catalog.
-EXT_TABLES = ("send_jobs", "send_job_events", "sendjobs_transaction_link")
+# copied from the catalog; the child tables (send_jobs_finished) inherit their parent again.
+EXT_TABLES = ("send_jobs", "send_jobs_finished", "send_job_keys", "send_job_events",
+              "sendjobs_transaction_link")
 
 
 def copy_tables_sql(cur, src, dst):
@@ -182,6 +186,11 @@ def copy_tables_sql(cur, src, dst):
         opts = cur.fetchone()[0]
         if opts:
             out.append(f"ALTER TABLE {dst}.{t} SET ({opts});")
+    for t in EXT_TABLES:
+        cur.execute("SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = %s::regclass",
+                    (f"{src}.{t}",))
+        for (parent,) in cur.fetchall():
+            out.append(f"ALTER TABLE {dst}.{t} INHERIT {dst}.{parent.split('.')[-1]};")
     for t in EXT_TABLES:
         cur.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
                     "WHERE conrelid = %s::regclass AND contype = 'f' ORDER BY conname", (f"{src}.{t}",))
@@ -206,8 +215,7 @@ def p_functions(st, s):
         assert body.endswith(CLAIM_TAIL)
         # Jobs that gave up are not returned. P does not translate the give-up's rounds
         # and stamps: in the benchmark no lease expires, so no job gives up.
-        return body[: -len(CLAIM_TAIL)] + ("SELECT (job).* FROM claimed WHERE NOT gave_up "
-                                           "ORDER BY next_attempt_at, id")
+        return body[: -len(CLAIM_TAIL)] + "SELECT (job).* FROM claimed ORDER BY next_attempt_at, id"
 
     def fin(key):
         return subst(with_schema(st[key], s), {
@@ -435,7 +443,7 @@ def script_s(st, schema, variant):
     claim = claim[: -len(CLAIM_TAIL)] + (
         "SELECT coalesce(array_agg(id ORDER BY next_attempt_at, id), '{}') AS ids, "
         "coalesce(array_agg((job).claim_generation ORDER BY next_attempt_at, id), '{}') AS gens "
-        "FROM claimed WHERE NOT gave_up")
+        "FROM claimed")
     def fin(key):
         return _one_line(add_clock_cte(subst(with_schema(st[key], schema), {
             1: ":ids", 2: ":gens", 3: ":outcome", 4: CLOCK,

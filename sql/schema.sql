@@ -146,12 +146,12 @@ CREATE TABLE @extschema@.sendjobs_queues (
 -- Keep user rows across pg_dump / restore.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events', '');
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_transaction_link', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');
 
 -- A dropped business table takes its link with it: otherwise every terminal finalize of
 -- a job with a transaction_id would fail against a table that no longer exists.

@@ -103,8 +103,25 @@ fn catalog_0_2(namespace: pg_sys::Oid) -> bool {
     }
 }
 
-/// Whether the catalog is 0.2.0 or later (see `PlanCache::catalog_0_2`).
+/// Whether the catalog is 0.2.0 or later (see `PlanCache::catalog_0_2`), for a caller
+/// that picks its statement by it and then runs that statement on `send_jobs`.
+///
+/// With a 0.1.0 catalog, `send_jobs`' ROW EXCLUSIVE lock is taken first (every such
+/// statement takes it anyway; it is held to the end of the transaction), and the catalog
+/// probed again: `ALTER EXTENSION sendjobs UPDATE` locks `send_jobs` exclusively in its
+/// first statement, so it has either committed before the lock was granted (the probe,
+/// made after the lock took in its invalidations, sees 0.2.0) or waits for this
+/// transaction. Without the lock, an update committed between the probe and the
+/// statement made a 0.1.0 statement run against the 0.2.0 catalog: a finish in place
+/// (refused by `send_jobs_live_check`) or an ON CONFLICT on the idempotency index that
+/// 0.2.0 drops (tests/upgrade: a worker runs through the update).
 pub fn catalog_is_0_2(client: &SpiClient<'_>) -> Result<bool> {
+    let (catalog_0_2, send_jobs) = with_cache(client, |cache| (cache.catalog_0_2, cache.send_jobs))?;
+    if catalog_0_2 {
+        return Ok(true);
+    }
+    // SAFETY: a lock on a relation of the extension, by oid, released at transaction end.
+    unsafe { pg_sys::LockRelationOid(send_jobs, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
     with_cache(client, |cache| cache.catalog_0_2)
 }
 
