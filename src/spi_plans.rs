@@ -116,7 +116,8 @@ fn catalog_0_2(namespace: pg_sys::Oid) -> bool {
 /// (refused by `send_jobs_live_check`) or an ON CONFLICT on the idempotency index that
 /// 0.2.0 drops (tests/upgrade: a worker runs through the update).
 pub fn catalog_is_0_2(client: &SpiClient<'_>) -> Result<bool> {
-    let (catalog_0_2, send_jobs) = with_cache(client, |cache| (cache.catalog_0_2, cache.send_jobs))?;
+    let (catalog_0_2, send_jobs) =
+        with_cache(client, |cache| (cache.catalog_0_2, cache.send_jobs))?;
     if catalog_0_2 {
         return Ok(true);
     }

@@ -117,14 +117,20 @@ BEGIN
     IF NOT FOUND THEN RETURN 'stale'; END IF;
     st := CASE WHEN p_outcome <> 'retry' THEN p_outcome
                WHEN j.attempts < j.max_attempts THEN 'pending' ELSE 'failed' END;
-    UPDATE public.send_jobs
-       SET status = st,
-           next_attempt_at = CASE WHEN st = 'pending'
-                                  THEN coalesce(p_retry_at, clock_timestamp() + interval '200 ms')
-                                  ELSE next_attempt_at END,
-           finished_at = CASE WHEN st = 'pending' THEN NULL ELSE t END,
-           lease_expires_at = NULL, last_error = coalesce(p_error, last_error)
-     WHERE id = p_id;
+    IF st = 'pending' THEN
+        UPDATE public.send_jobs
+           SET status = st, next_attempt_at = coalesce(p_retry_at, clock_timestamp() + interval '200 ms'),
+               lease_expires_at = NULL, last_error = coalesce(p_error, last_error)
+         WHERE id = p_id;
+    ELSE
+        -- as 0.2.0 finishes a job: it moves to send_jobs_finished
+        DELETE FROM ONLY public.send_jobs WHERE id = p_id;
+        j.status := st;
+        j.finished_at := t;
+        j.lease_expires_at := NULL;
+        j.last_error := coalesce(p_error, j.last_error);
+        INSERT INTO public.send_jobs_finished SELECT (j).*;
+    END IF;
     IF st IN ('sent', 'failed') {event_condition} THEN
         INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
         VALUES (p_id, j.transaction_id, st, p_gen, t, j.queue);
