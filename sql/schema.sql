@@ -49,8 +49,10 @@ CREATE INDEX send_jobs_pending_queue_idx
 -- probe the primary key, not scan this index, whose size the statistics rarely know.
 CREATE INDEX send_jobs_lease_idx
     ON @extschema@.send_jobs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
--- A failed job is redriven at most once (sendjobs_redrive). Partial: only redriven jobs
--- have an entry, so the claim and the finalize never write to it.
+-- A failed job is redriven at most once (sendjobs_redrive, whose lock on the failed row
+-- keeps it so across this table and send_jobs_finished; this index stands behind it for
+-- the unfinished redrives). Partial: only redriven jobs have an entry, so the claim and
+-- the finalize never write to it.
 CREATE UNIQUE INDEX send_jobs_redrive_of_idx
     ON @extschema@.send_jobs (redrive_of) WHERE redrive_of IS NOT NULL;
 

@@ -13,12 +13,32 @@
 --    update have no queue (NULL), but those of its last 10 minutes: filling all of them
 --    would rewrite the outbox while the update holds its lock.
 --  * send_jobs is vacuumed by churn, not by size, and its finished jobs move to
---    send_jobs_finished, the idempotency keys to send_job_keys (sql/schema.sql says why).
+--    send_jobs_finished, the idempotency keys to send_job_keys (sql/schema.sql says why);
+--    refused while a foreign key points at send_jobs.
 --  * send_job_events.job_id loses its foreign key (its check cost every finalize a
 --    second lock of the job row); sendjobs_purge deletes events itself.
 -- The last part repeats the statements of sql/comments_and_privileges.sql, which a
 -- fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.0'" to load this file. \quit
+
+-- Finished jobs will leave send_jobs for send_jobs_finished (below): a foreign key that
+-- points at send_jobs would see them deleted (and, with ON DELETE CASCADE or SET NULL,
+-- act on it). Refuse the update, before it changes anything, and say what to do.
+DO $$
+DECLARE
+    referencing text;
+BEGIN
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', conrelid::pg_catalog.regclass, conname), ', ')
+      INTO referencing
+      FROM pg_catalog.pg_constraint
+     WHERE contype = 'f' AND confrelid = '@extschema@.send_jobs'::pg_catalog.regclass
+       AND conrelid <> '@extschema@.send_job_events'::pg_catalog.regclass;  -- ours: dropped below
+    IF referencing IS NOT NULL THEN
+        RAISE EXCEPTION 'sendjobs 0.2.0 moves finished jobs out of send_jobs, which foreign keys reference: %', referencing
+              USING ERRCODE = '55000',
+                    HINT = 'Drop those foreign keys (a job''s row moves to send_jobs_finished when it finishes), then update.';
+    END IF;
+END $$;
 
 ALTER TABLE @extschema@.send_jobs ALTER COLUMN id SET GENERATED ALWAYS;
 ALTER TABLE @extschema@.send_job_events ALTER COLUMN id SET GENERATED ALWAYS;

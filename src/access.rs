@@ -51,17 +51,18 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
             &[role.0.into()],
         )?)?
         .ok_or_else(|| SendJobsError::Internal("a role without a name".into()))?;
+        let schema = extension_schema(client)?;
         let mut statements = Vec::with_capacity(privileges.len() + 1);
         if change == Change::Grant {
             // Calling the functions needs USAGE on their schema; a revoke leaves it, as
             // another level may still need it.
-            let schema = extension_schema(client)?;
             statements.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role_name}"));
         }
         statements.extend(
             privileges
                 .into_iter()
                 .flatten()
+                .map(|privilege| privilege.replace("{schema}", &schema))
                 .map(|privilege| match change {
                     Change::Grant => format!("GRANT {privilege} TO {role_name}"),
                     Change::Revoke => format!("REVOKE {privilege} FROM {role_name}"),

@@ -7,7 +7,7 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::TransactionLink;
-use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan};
+use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan, relation_oid};
 use crate::statements::{
     ENQUEUE_0_1, ENQUEUE_FIND_BY_KEY, ENQUEUE_FIND_BY_KEY_0_1, ENQUEUE_NO_KEY, ENQUEUE_WITH_KEY,
 };
@@ -78,8 +78,10 @@ fn enqueue(
                 pg_sys::TEXTOID.into(),
                 pg_sys::TEXTOID.into(),
                 pg_sys::INT4OID.into(),
+                pg_sys::OIDOID.into(),
             ],
         )?;
+        let id_sequence = relation_oid(client, c"send_jobs_id_seq")?;
         let inserted = first_value::<i64>(execute(
             client,
             &insert,
@@ -90,6 +92,7 @@ fn enqueue(
                 transaction_id.into(),
                 idempotency_key.into(),
                 max_attempts.into(),
+                id_sequence.into(),
             ],
         )?)?;
         if let Some(id) = inserted {
@@ -104,10 +107,22 @@ fn enqueue(
             &ENQUEUE_FIND_BY_KEY_0_1
         };
         let find = plan(client, find, &[pg_sys::TEXTOID.into()])?;
-        first_value::<i64>(execute(client, &find, &[idempotency_key.into()])?)?.ok_or_else(|| {
-            SendJobsError::Internal(
+        let rows = execute(client, &find, &[idempotency_key.into()])?;
+        let holder = rows.first();
+        let (job_id, exists) = if holder.is_empty() {
+            (None, None)
+        } else {
+            (holder.get::<i64>(1)?, holder.get::<bool>(2)?)
+        };
+        match (job_id, exists) {
+            (Some(job_id), Some(true)) => Ok(job_id),
+            (Some(job_id), _) => Err(SendJobsError::OrphanKey {
+                key: idempotency_key.unwrap_or_default().to_owned(),
+                job_id,
+            }),
+            (None, _) => Err(SendJobsError::Internal(
                 "the job holding this idempotency key is not visible; retry the call".into(),
-            )
-        })
+            )),
+        }
     })
 }

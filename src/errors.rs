@@ -33,6 +33,11 @@ pub enum SendJobsError {
     #[error("sendjobs: job {id} is {status}; only failed jobs can be redriven")]
     NotRedrivable { id: i64, status: String },
 
+    /// 55000 object_not_in_prerequisite_state: sendjobs_enqueue with a key whose job was
+    /// deleted other than by sendjobs_purge (which deletes the key with it)
+    #[error("sendjobs: idempotency key {key:?} is held by job {job_id}, which no longer exists")]
+    OrphanKey { key: String, job_id: i64 },
+
     /// 42703 undefined_column
     #[error("sendjobs: column \"{column}\" of relation {table} does not exist")]
     UndefinedColumn { table: String, column: String },
@@ -76,7 +81,9 @@ impl SendJobsError {
             | Self::UnknownOutcome(_)
             | Self::InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             Self::UnknownJob(_) => ERRCODE_NO_DATA_FOUND,
-            Self::NotRedrivable { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            Self::NotRedrivable { .. } | Self::OrphanKey { .. } => {
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            }
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
             Self::TerminalTransition { .. } => ERRCODE_CHECK_VIOLATION,
@@ -94,6 +101,10 @@ impl SendJobsError {
             Self::UnknownOutcome(_) => {
                 Some("Pass the outcome as text: 'sent', 'failed' or 'retry'.")
             }
+            Self::OrphanKey { .. } => Some(
+                "Delete finished jobs with sendjobs_purge, which frees their keys; a job \
+                 deleted by hand leaves its key in send_job_keys: delete that row too.",
+            ),
             _ => None,
         }
     }

@@ -143,6 +143,22 @@ pub fn extension_schema(client: &SpiClient<'_>) -> Result<String> {
     with_cache(client, |cache| cache.schema.clone())
 }
 
+/// The oid of the extension's relation `name` (a syscache probe), for a statement that
+/// needs it as a value, e.g. a sequence for `nextval`: passed as a parameter rather than
+/// written as `'@extschema@.name'`, a literal that a schema name holding a quote breaks.
+pub fn relation_oid(client: &SpiClient<'_>, name: &CStr) -> Result<pg_sys::Oid> {
+    let namespace = with_cache(client, |cache| cache.namespace)?;
+    // SAFETY: a syscache probe by name and schema oid.
+    let oid = unsafe { pg_sys::get_relname_relid(name.as_ptr(), namespace) };
+    if oid == pg_sys::InvalidOid {
+        return Err(SendJobsError::Internal(format!(
+            "the extension's relation {} is missing",
+            name.to_string_lossy()
+        )));
+    }
+    Ok(oid)
+}
+
 /// Who a statement runs as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {

@@ -1,15 +1,15 @@
 -- sendjobs_enqueue (src/enqueue.rs): add a job; nothing when its idempotency key is taken.
 -- $1 payload, $2 queue, $3 next_attempt_at, $4 transaction_id, $5 idempotency_key,
--- $6 max_attempts.
+-- $6 max_attempts, $7 the ids' sequence (send_jobs_id_seq, as an oid).
 -- Two variants. no_key: a plain insert. with_key: the key is inserted into send_job_keys
--- first, with the id the job will have (the ids' own sequence), and the job only when
+-- first, with the id the job will have (from $7), and the job only when
 -- the key was new: keys are unique across send_jobs and send_jobs_finished, which one
 -- unique index could not span (sql/schema.sql). ON CONFLICT waits for a transaction that
 -- holds the same key and has not committed yet.
 --- variant with_key
 WITH key AS (
     INSERT INTO @extschema@.send_job_keys (idempotency_key, job_id)
-    VALUES ($5, pg_catalog.nextval('@extschema@.send_jobs_id_seq'))
+    VALUES ($5, pg_catalog.nextval($7::pg_catalog.regclass))
     ON CONFLICT (idempotency_key) DO NOTHING
  RETURNING job_id
 )

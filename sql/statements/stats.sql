@@ -1,6 +1,7 @@
 -- sendjobs_stats (src/stats.rs): one row per queue with unfinished jobs or events in the
--- last 5 minutes; $1 now. Its cost is bounded whatever the backlog and the throughput
--- (README: sendjobs_stats; the plan is checked by src/tests/plans.rs). Counts are exact
+-- last 5 minutes; $1 now, $2 send_jobs (its oid). Its cost is bounded whatever the
+-- backlog and the throughput (README: sendjobs_stats; the plan is checked by
+-- src/tests/plans.rs). Counts are exact
 -- up to 10,000; above, they may be estimated from a sample:
 --   * A sample: 2,048 ids (1,024 for events) drawn at random, one in each of as many
 --     equal slices of the ids that can hold what is counted, each looked up by primary
@@ -204,7 +205,7 @@ finished AS (
       LEFT JOIN events_sampled AS s ON s.queue = q.queue
 ),
 vacuum AS (
-    SELECT pg_catalog.pg_stat_get_dead_tuples('@extschema@.send_jobs'::pg_catalog.regclass) AS dead_tuples,
+    SELECT pg_catalog.pg_stat_get_dead_tuples($2) AS dead_tuples,
            (SELECT $1 - pg_catalog.min(xact_start) FROM pg_catalog.pg_stat_activity
              WHERE (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
                AND pid <> pg_catalog.pg_backend_pid()) AS oldest_xmin_age,

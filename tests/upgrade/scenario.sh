@@ -11,6 +11,10 @@ sql() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 "$PGBIN/createdb" upgrade
 log "filling a database at release $(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control")"
 sql -d upgrade -f tests/upgrade/populate.sql -o /dev/null
+# A second database whose user points a foreign key at send_jobs: the update refuses it.
+"$PGBIN/createdb" referenced
+sql -d referenced -c "CREATE EXTENSION sendjobs" \
+    -c "CREATE TABLE receipts (job_id bigint REFERENCES send_jobs (id))" -o /dev/null
 
 # The worker: 2 clients, a new connection per transaction, for 12 s; pgbench exits
 # non-zero if any transaction fails (a finalize that is not applied divides by zero).
@@ -21,6 +25,14 @@ sleep 3
 install_package "$SENDJOBS_UPGRADE_PACKAGE"
 sleep 3
 sql -d upgrade -c "ALTER EXTENSION sendjobs UPDATE"
+if sql -d referenced -c "ALTER EXTENSION sendjobs UPDATE" 2>"$SENDJOBS_CLUSTER_DIR/referenced.err" \
+   || ! grep -q 'foreign keys reference: receipts (receipts_job_id_fkey)' "$SENDJOBS_CLUSTER_DIR/referenced.err" \
+   || [ "$(sql -d referenced -Atc "SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")" = "$SENDJOBS_VERSION" ]; then
+  cat "$SENDJOBS_CLUSTER_DIR/referenced.err"
+  echo "upgrade: a foreign key to send_jobs did not stop the update" >&2
+  exit 1
+fi
+log "a foreign key to send_jobs stops the update: $(grep -o 'foreign keys reference: .*' "$SENDJOBS_CLUSTER_DIR/referenced.err")"
 # One failure is allowed, and named: 0.1.0 -> 0.2.0 adds a column to send_jobs, and
 # Postgres checks the rows of a set-returning function against the row type its query
 # was parsed with. A claim (command 1 of load.sql) parsed just before the update took its

@@ -2,4 +2,4 @@
 -- ALTER EXTENSION sendjobs UPDATE (README: Upgrading). A 0.1.0 catalog has no
 -- send_jobs_finished and no send_job_keys: finished jobs stay in send_jobs.
 -- sendjobs_enqueue: the job that already holds idempotency key $1.
-SELECT id FROM @extschema@.send_jobs WHERE idempotency_key = $1
+SELECT id, true FROM @extschema@.send_jobs WHERE idempotency_key = $1

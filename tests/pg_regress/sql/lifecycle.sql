@@ -135,6 +135,12 @@ SELECT sendjobs_enqueue('{"n": 9}', idempotency_key => 'k9') AS job9 \gset
 SELECT sendjobs_cancel(:job9);
 SELECT sendjobs_enqueue('{"n": 10}', idempotency_key => 'k9') = :job9 AS same_job,
        (SELECT count(*) FROM send_jobs WHERE idempotency_key = 'k9') AS jobs_with_k9;
+-- A job deleted by hand, not by sendjobs_purge, leaves its key: enqueueing the key then
+-- fails (55000) rather than return an id that no longer exists.
+BEGIN;
+DELETE FROM send_jobs WHERE id = :job9;
+SELECT sendjobs_enqueue('{"n": 10}', idempotency_key => 'k9');
+ROLLBACK;
 -- Not even the owner finishes a job in place, nor keeps a live one among the finished.
 \set VERBOSITY terse
 UPDATE ONLY send_jobs SET status = 'cancelled', finished_at = now() WHERE id = :job8 + 1;

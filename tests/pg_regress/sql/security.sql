@@ -341,10 +341,22 @@ SET ROLE sj_producer;
 SELECT q2.sendjobs_cancel(q2.sendjobs_enqueue('{}'));
 RESET ROLE;
 
+-- A quote in the schema's name: no statement of ours puts the schema into a literal
+-- (the keyed enqueue's sequence, the stats' table and the access levels' privileges
+-- are passed as oids or put in as identifiers).
+ALTER SCHEMA q2 RENAME TO "it's";
+SELECT "it's".sendjobs_enqueue('{}', idempotency_key => 'k') =
+       "it's".sendjobs_enqueue('{}', idempotency_key => 'k') AS same_job;
+SELECT count(*) AS queues FROM "it's".sendjobs_stats();
+SELECT "it's".sendjobs_grant('sj_monitor', 'monitor');
+SET ROLE sj_monitor;
+SELECT count(*) AS jobs FROM "it's".send_jobs;
+RESET ROLE;
+
 -- Leave no role behind (roles are cluster-wide).
 SET client_min_messages = warning;
 DROP EXTENSION sendjobs CASCADE;
-DROP SCHEMA planted, shop, q2 CASCADE;
+DROP SCHEMA planted, shop, "it's" CASCADE;
 DROP TABLE "odd ""table""; DROP TABLE x; --";
 DROP VIEW sendjobs_objects;
 DROP TABLE before;
