@@ -261,13 +261,13 @@ def stats_runs(a):
         text = "\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("--"))
     # The plan the function runs: the statement prepared with its parameter, generic plan,
     # no parallel workers, as src/spi_plans.rs runs it (pasting clock_timestamp() in for
-    # $1 would make the BRIN index unusable: volatile).
+    # $1 would make the BRIN index unusable: volatile); $2 is send_jobs' oid.
     statement = text.replace("@extschema@", "public")
-    plan = psql(db, f"PREPARE stats_probe(timestamptz) AS {statement};\n"
+    plan = psql(db, f"PREPARE stats_probe(timestamptz, oid) AS {statement};\n"
                     "SET plan_cache_mode = force_generic_plan;\n"
                     "SET max_parallel_workers_per_gather = 0;\n"
                     "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
-                    "EXECUTE stats_probe(clock_timestamp())", capture=True)
+                    "EXECUTE stats_probe(clock_timestamp(), 'send_jobs'::regclass)", capture=True)
     error_lines = ["| column | median error | p95 error | max error |", "|---|---|---|---|"]
     for column in ESTIMATED_COLUMNS:
         e = sorted(errors[column])

@@ -167,7 +167,7 @@ mod tests {
              ANALYZE send_jobs, send_job_events;
              SELECT count(*) FROM sendjobs_claim(100, '1 hour');");
         let sql = crate::statements::STATS.replace("@extschema@", "public");
-        run(&format!("PREPARE stats_probe(timestamptz) AS {sql}"));
+        run(&format!("PREPARE stats_probe(timestamptz, oid) AS {sql}"));
         run("SET LOCAL plan_cache_mode = force_generic_plan");
         run("SET LOCAL max_parallel_workers_per_gather = 0"); // as src/spi_plans.rs runs it
         assert!(
@@ -175,7 +175,8 @@ mod tests {
             "the counts passed 10,000 and are not marked estimated"
         );
         let explain = one::<pgrx::Json>(
-            "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE stats_probe(clock_timestamp())",
+            "EXPLAIN (ANALYZE, FORMAT JSON) \
+             EXECUTE stats_probe(clock_timestamp(), 'send_jobs'::regclass)",
         );
         let plan = &explain.0[0]["Plan"];
         let text = plan.to_string();
