@@ -193,7 +193,7 @@ def create_database(args, statements, dbname, backlog, arms, sql_dir):
                now() - interval '1 day'
           FROM generate_series(1, %s) AS i""", (backlog,))
     for schema in copies:
-        db.exec(f"INSERT INTO {schema}.send_jobs SELECT * FROM bench_e.send_jobs")
+        db.exec(f"INSERT INTO {schema}.send_jobs OVERRIDING SYSTEM VALUE SELECT * FROM bench_e.send_jobs")
         db.exec(f"SELECT setval(pg_get_serial_sequence('{schema}.send_jobs', 'id'), %s)", (backlog,))
     # A fresh backend from here on: (1) the exiting one flushes its table statistics (the
     # inserts) now - flushed after the VACUUM below, they would make autovacuum and
