@@ -7,7 +7,7 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::TransactionLink;
-use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan, relation_oid};
+use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan, queue_relation_oids};
 use crate::statements::{
     ENQUEUE_0_1, ENQUEUE_FIND_BY_KEY, ENQUEUE_FIND_BY_KEY_0_1, ENQUEUE_NO_KEY, ENQUEUE_WITH_KEY,
 };
@@ -81,7 +81,7 @@ fn enqueue(
                 pg_sys::OIDOID.into(),
             ],
         )?;
-        let id_sequence = relation_oid(client, c"send_jobs_id_seq")?;
+        let (_, id_sequence) = queue_relation_oids(client)?;
         let inserted = first_value::<i64>(execute(
             client,
             &insert,

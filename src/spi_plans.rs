@@ -28,6 +28,8 @@ struct PlanCache {
     /// `send_jobs` of the extension the plans were made for: while this relation exists
     /// the extension has not been dropped.
     send_jobs: pg_sys::Oid,
+    /// `send_jobs_id_seq`, the ids' sequence (a keyed enqueue draws its job's id from it).
+    id_sequence: pg_sys::Oid,
     /// The extension's schema by oid, and its name when the plans were made: a renamed
     /// schema (ALTER SCHEMA ... RENAME) makes the cache reload, with new plans.
     namespace: pg_sys::Oid,
@@ -81,8 +83,17 @@ impl PlanCache {
         let namespace_name = unsafe { CStr::from_ptr(pg_sys::get_namespace_name(namespace)) }
             .to_string_lossy()
             .into_owned();
+        // SAFETY: a syscache probe by name and schema oid.
+        let id_sequence =
+            unsafe { pg_sys::get_relname_relid(c"send_jobs_id_seq".as_ptr(), namespace) };
+        if id_sequence == pg_sys::InvalidOid {
+            return Err(SendJobsError::Internal(
+                "the extension's sequence send_jobs_id_seq is missing".into(),
+            ));
+        }
         Ok(Self {
             send_jobs,
+            id_sequence,
             namespace,
             namespace_name,
             schema,
@@ -143,20 +154,12 @@ pub fn extension_schema(client: &SpiClient<'_>) -> Result<String> {
     with_cache(client, |cache| cache.schema.clone())
 }
 
-/// The oid of the extension's relation `name` (a syscache probe), for a statement that
-/// needs it as a value, e.g. a sequence for `nextval`: passed as a parameter rather than
-/// written as `'@extschema@.name'`, a literal that a schema name holding a quote breaks.
-pub fn relation_oid(client: &SpiClient<'_>, name: &CStr) -> Result<pg_sys::Oid> {
-    let namespace = with_cache(client, |cache| cache.namespace)?;
-    // SAFETY: a syscache probe by name and schema oid.
-    let oid = unsafe { pg_sys::get_relname_relid(name.as_ptr(), namespace) };
-    if oid == pg_sys::InvalidOid {
-        return Err(SendJobsError::Internal(format!(
-            "the extension's relation {} is missing",
-            name.to_string_lossy()
-        )));
-    }
-    Ok(oid)
+/// The oids of `send_jobs` and of its ids' sequence, for statements that need them as
+/// values (`pg_stat_get_dead_tuples`, `nextval`): passed as parameters rather than written
+/// as `'@extschema@.name'`, a literal that a schema name holding a quote breaks. Kept in
+/// the cache, read once per load.
+pub fn queue_relation_oids(client: &SpiClient<'_>) -> Result<(pg_sys::Oid, pg_sys::Oid)> {
+    with_cache(client, |cache| (cache.send_jobs, cache.id_sequence))
 }
 
 /// Who a statement runs as.

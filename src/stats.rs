@@ -5,7 +5,7 @@ use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, Result};
-use crate::spi_plans::{execute, plan, relation_oid};
+use crate::spi_plans::{execute, plan, queue_relation_oids};
 use crate::statements::STATS;
 
 /// A row of sendjobs_stats, as stats() builds it.
@@ -64,7 +64,7 @@ fn stats() -> Result<Vec<Row>> {
             &STATS,
             &[pg_sys::TIMESTAMPTZOID.into(), pg_sys::OIDOID.into()],
         )?;
-        let send_jobs = relation_oid(client, c"send_jobs")?;
+        let (send_jobs, _) = queue_relation_oids(client)?;
         let rows = execute(client, &stats, &[wall_clock().into(), send_jobs.into()])?;
         let count = |row: &pgrx::spi::SpiHeapTupleData<'_>, column| -> Result<i64> {
             Ok(row.get::<i64>(column)?.unwrap_or(0))
