@@ -89,7 +89,7 @@ def run(db, script, clients, batch, duration):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--a-lib", required=True, help="folder holding build A's sendjobs.so")
+    p.add_argument("--a-lib", required=True, help="folder holding build A's library (sendjobs.so, or sendjobs-<version>.so)")
     p.add_argument("--a-version", required=True)
     p.add_argument("--b-version", default=None, help="default: the installed default version")
     p.add_argument("--backlog", type=int, default=10000)

@@ -42,8 +42,13 @@ cleanup() {
 }
 trap cleanup EXIT
 chmod 755 "$lib"
-cp "$a_pkg/$("$PG_CONFIG" --pkglibdir)/sendjobs.so" "$lib/"
+# Build A's library: sendjobs.so before 0.2.1, sendjobs-<version>.so since
+# (docs/decisions/0001-a-library-per-release.md); its folder comes first in arm A's
+# dynamic_library_path. Before 0.2.1 its install script says MODULE_PATHNAME, which only
+# its own control file named: filled in here.
+cp "$a_pkg/$("$PG_CONFIG" --pkglibdir)"/sendjobs*.so "$lib/"
 as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" "$EXTDIR/sendjobs--$a_as.sql"
+as_root sed -i "s/'MODULE_PATHNAME'/'sendjobs'/g" "$EXTDIR/sendjobs--$a_as.sql"
 /usr/bin/python3 tests/cluster.py run --name sendjobs-ab \
   -c shared_buffers=256MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
   -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_as" --b-version "$b_version" "$@"

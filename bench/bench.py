@@ -29,9 +29,11 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 import sqlgen  # noqa: E402
 
 PGBIN = "/usr/lib/postgresql/15/bin"
-SO_PATH = "/usr/lib/postgresql/15/lib/sendjobs.so"
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+# The installed library of this release (docs/decisions/0001-a-library-per-release.md).
+SO_PATH = "/usr/lib/postgresql/15/lib/sendjobs-{}.so".format(
+    re.search(r'^version = "(.*)"$', (REPO / "Cargo.toml").read_text(), re.M).group(1))
 
 # Arm -> schema of its tables. E1/P1 (optional) finalize with one function call per job
 # instead of the batch function; they share the tables of E/P. M (optional) is a minimal

@@ -82,8 +82,8 @@ DECLARE
 BEGIN
     FOR col IN SELECT a.attname, pg_catalog.col_description(a.attrelid, a.attnum) AS text
                  FROM pg_catalog.pg_attribute AS a
-                WHERE a.attrelid = '@extschema@.send_jobs'::pg_catalog.regclass
-                  AND a.attnum > 0 AND NOT a.attisdropped
+                WHERE a.attrelid OPERATOR(pg_catalog.=) '@extschema@.send_jobs'::pg_catalog.regclass::pg_catalog.oid
+                  AND a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
     LOOP
         EXECUTE pg_catalog.format('COMMENT ON COLUMN @extschema@.send_jobs_finished.%I IS %L',
                                   col.attname, col.text);

@@ -31,8 +31,9 @@ BEGIN
     SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', conrelid::pg_catalog.regclass, conname), ', ')
       INTO referencing
       FROM pg_catalog.pg_constraint
-     WHERE contype = 'f' AND confrelid = '@extschema@.send_jobs'::pg_catalog.regclass
-       AND conrelid <> '@extschema@.send_job_events'::pg_catalog.regclass;  -- ours: dropped below
+     WHERE contype OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
+       AND confrelid OPERATOR(pg_catalog.=) '@extschema@.send_jobs'::pg_catalog.regclass::pg_catalog.oid
+       AND conrelid OPERATOR(pg_catalog.<>) '@extschema@.send_job_events'::pg_catalog.regclass::pg_catalog.oid;  -- ours: dropped below
     IF referencing IS NOT NULL THEN
         RAISE EXCEPTION 'sendjobs 0.2.0 moves finished jobs out of send_jobs, which foreign keys reference: %', referencing
               USING ERRCODE = '55000',
@@ -51,7 +52,7 @@ CREATE FUNCTION @extschema@.sendjobs_grant(
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_grant_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_grant_wrapper';
 
 CREATE FUNCTION @extschema@.sendjobs_revoke(
 	"role" regrole,
@@ -59,7 +60,7 @@ CREATE FUNCTION @extschema@.sendjobs_revoke(
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_revoke_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_revoke_wrapper';
 
 -- Lifecycle.
 ALTER TABLE @extschema@.send_jobs ADD COLUMN redrive_of bigint;
@@ -136,14 +137,14 @@ CREATE FUNCTION @extschema@.sendjobs_link_transactions(
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_link_transactions_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_link_transactions_wrapper';
 
 CREATE FUNCTION @extschema@.sendjobs_cancel(
 	"id" bigint
 ) RETURNS TEXT
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_cancel_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_cancel_wrapper';
 
 CREATE FUNCTION @extschema@.sendjobs_redrive(
 	"ids" bigint[]
@@ -153,7 +154,7 @@ CREATE FUNCTION @extschema@.sendjobs_redrive(
 )
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_redrive_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_redrive_wrapper';
 
 CREATE FUNCTION @extschema@.sendjobs_purge(
 	"older_than" interval,
@@ -161,7 +162,7 @@ CREATE FUNCTION @extschema@.sendjobs_purge(
 ) RETURNS bigint
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_purge_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_purge_wrapper';
 
 CREATE FUNCTION @extschema@.sendjobs_notify(
 	"queue" TEXT,
@@ -169,7 +170,7 @@ CREATE FUNCTION @extschema@.sendjobs_notify(
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_notify_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_notify_wrapper';
 
 CREATE FUNCTION @extschema@.sendjobs_stats() RETURNS TABLE (
 	"queue" TEXT,
@@ -189,7 +190,7 @@ CREATE FUNCTION @extschema@.sendjobs_stats() RETURNS TABLE (
 )
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'sendjobs_stats_wrapper';
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_stats_wrapper';
 
 -- Functions: the API.
 COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) IS
@@ -269,8 +270,8 @@ DECLARE
 BEGIN
     FOR col IN SELECT a.attname, pg_catalog.col_description(a.attrelid, a.attnum) AS text
                  FROM pg_catalog.pg_attribute AS a
-                WHERE a.attrelid = '@extschema@.send_jobs'::pg_catalog.regclass
-                  AND a.attnum > 0 AND NOT a.attisdropped
+                WHERE a.attrelid OPERATOR(pg_catalog.=) '@extschema@.send_jobs'::pg_catalog.regclass::pg_catalog.oid
+                  AND a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
     LOOP
         EXECUTE pg_catalog.format('COMMENT ON COLUMN @extschema@.send_jobs_finished.%I IS %L',
                                   col.attname, col.text);

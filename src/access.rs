@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::spi_plans::{execute, extension_schema, first_value, owner_scope, plan, select, within};
 use crate::sql_types::SqlRole;
-use crate::statements::ACCESS_LEVEL;
+use crate::statements::{ACCESS_LEVEL, ACCESS_REMAINING};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Change {
@@ -32,6 +32,12 @@ fn sendjobs_revoke(role: Option<SqlRole>, access: Option<&str>) {
 
 fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) -> Result<()> {
     let role = required(role, "role")?;
+    if role.0 == pg_sys::InvalidOid {
+        // What regrole makes of '-'.
+        return Err(SendJobsError::InvalidArgument(
+            "role must name a role; '-' names none".into(),
+        ));
+    }
     let access = required(access, "access")?;
     Spi::connect_mut(|client| {
         let level = plan(client, &ACCESS_LEVEL, &[pg_sys::TEXTOID.into()])?;
@@ -54,8 +60,8 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
         let schema = extension_schema(client)?;
         let mut statements = Vec::with_capacity(privileges.len() + 1);
         if change == Change::Grant {
-            // Calling the functions needs USAGE on their schema; a revoke leaves it, as
-            // another level may still need it.
+            // Calling the functions needs USAGE on their schema; a revoke takes it only
+            // once the role holds no level (below).
             statements.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role_name}"));
         }
         statements.extend(
@@ -73,6 +79,17 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
             within(owner, || {
                 Ok(client.update(statement.as_str(), None, &[])?)
             })?;
+        }
+        if change == Change::Revoke {
+            let remaining = first_value::<bool>(select(
+                client,
+                &ACCESS_REMAINING,
+                &[role.0.into(), schema.as_str().into()],
+            )?)?;
+            if remaining == Some(false) {
+                let usage = format!("REVOKE USAGE ON SCHEMA {schema} FROM {role_name}");
+                within(owner, || Ok(client.update(usage.as_str(), None, &[])?))?;
+            }
         }
         Ok(())
     })

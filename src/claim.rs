@@ -8,12 +8,10 @@ use pgrx::spi::SpiClient;
 
 use crate::clock::wall_clock;
 use crate::config;
-use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
 use crate::link::{Stamp, TransactionLink};
-use crate::spi_plans::{catalog_is_0_2, execute, plan};
-use crate::statements::{
-    CLAIM_ANY_QUEUE, CLAIM_ANY_QUEUE_0_1, CLAIM_ONE_QUEUE, CLAIM_ONE_QUEUE_0_1, UNSTAMPED_NOTE,
-};
+use crate::spi_plans::{execute, plan};
+use crate::statements::{CLAIM_ANY_QUEUE, CLAIM_ONE_QUEUE, UNSTAMPED_NOTE};
 use crate::subtransaction::try_step;
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease
@@ -38,16 +36,16 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         return Err(SendJobsError::BatchOutOfRange { got: batch, max });
     }
     let lease = lease_or_default(lease)?;
+    let queue = queue.map(queue_name).transpose()?;
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
         // Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own
         // index under a generic plan (sql/statements/claim.sql).
-        let sql = match (queue.is_some(), catalog_is_0_2(client)?) {
-            (true, true) => &CLAIM_ONE_QUEUE,
-            (false, true) => &CLAIM_ANY_QUEUE,
-            (true, false) => &CLAIM_ONE_QUEUE_0_1,
-            (false, false) => &CLAIM_ANY_QUEUE_0_1,
+        let sql = if queue.is_some() {
+            &CLAIM_ONE_QUEUE
+        } else {
+            &CLAIM_ANY_QUEUE
         };
         let claim = plan(
             client,

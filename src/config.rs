@@ -4,10 +4,17 @@
 //! worker or producer chooses for itself anyone. The `sendjobs.` prefix is reserved
 //! once the library is loaded: a misspelled name fails, and with the library preloaded
 //! (session_preload_libraries) so does a bad value, at SET time.
+//!
+//! Each release has its own library (`sendjobs-<version>.so`: docs/decisions/
+//! 0001-a-library-per-release.md), and a backend that served a database before its
+//! `ALTER EXTENSION sendjobs UPDATE` has the older library loaded too. Postgres lets one
+//! library define a setting: a setting the older one defined first stays its, and this
+//! library reads it by name (`Defined::Elsewhere`), so both read the same value.
 
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
+use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum GuardAction {
@@ -28,6 +35,61 @@ static RETRY_BACKOFF_BASE_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static RETRY_BACKOFF_MAX_MS: GucSetting<i32> = GucSetting::<i32>::new(3_600_000);
 static DEFAULT_MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(5);
 
+/// Which settings another sendjobs library in this backend defined before ours loaded,
+/// by the setting's name; read by `int` and `guard_action`.
+static ELSEWHERE: [AtomicBool; 8] = [const { AtomicBool::new(false) }; 8];
+
+/// The settings by index into `ELSEWHERE`.
+const NAMES: [&CStr; 8] = [
+    c"sendjobs.default_lease",
+    c"sendjobs.min_lease",
+    c"sendjobs.max_lease",
+    c"sendjobs.max_batch",
+    c"sendjobs.guard_action",
+    c"sendjobs.retry_backoff_base",
+    c"sendjobs.retry_backoff_max",
+    c"sendjobs.default_max_attempts",
+];
+
+/// Whether `name` may be defined here: false when a library of another release loaded in
+/// this backend has defined it already (a placeholder, made by a SET before any library
+/// loaded, is ours to define). Remembered for the accessors.
+fn ours(name: &'static CStr) -> bool {
+    // SAFETY: look-ups by name; with missing_ok, a setting that does not exist gives NULL.
+    let defined = unsafe {
+        !pg_sys::GetConfigOption(name.as_ptr(), true, false).is_null()
+            && pg_sys::GetConfigOptionFlags(name.as_ptr(), true) as u32
+                & pg_sys::GUC_CUSTOM_PLACEHOLDER
+                == 0
+    };
+    if let Some(index) = NAMES.iter().position(|known| *known == name) {
+        ELSEWHERE[index].store(defined, Ordering::Relaxed);
+    }
+    !defined
+}
+
+/// The value of a setting that another release's library defined, as Postgres shows it
+/// to that library (`GetConfigOption`: an integer in its base unit, an enum by name).
+fn elsewhere(index: usize) -> Option<String> {
+    if !ELSEWHERE[index].load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: the setting exists (it was defined when we loaded); the returned string is
+    // Postgres's, copied at once.
+    let value = unsafe { pg_sys::GetConfigOption(NAMES[index].as_ptr(), true, false) };
+    (!value.is_null()).then(|| {
+        unsafe { CStr::from_ptr(value) }
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+fn int(index: usize, setting: &GucSetting<i32>) -> i32 {
+    elsewhere(index)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| setting.get())
+}
+
 fn define_ms(
     name: &'static CStr,
     short: &'static CStr,
@@ -35,6 +97,9 @@ fn define_ms(
     setting: &'static GucSetting<i32>,
     context: GucContext,
 ) {
+    if !ours(name) {
+        return;
+    }
     GucRegistry::define_int_guc(
         name,
         short,
@@ -77,18 +142,21 @@ pub fn init() {
         &MAX_LEASE_MS,
         GucContext::Suset,
     );
-    GucRegistry::define_int_guc(
-        c"sendjobs.max_batch",
-        c"Largest batch one sendjobs_claim call may take (superuser only).",
-        c"A larger batch fails with SQLSTATE 22023. Bounds the rows one claim locks and \
+    if ours(c"sendjobs.max_batch") {
+        GucRegistry::define_int_guc(
+            c"sendjobs.max_batch",
+            c"Largest batch one sendjobs_claim call may take (superuser only).",
+            c"A larger batch fails with SQLSTATE 22023. Bounds the rows one claim locks and \
            returns.",
-        &MAX_BATCH,
-        1,
-        1_000_000,
-        GucContext::Suset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_enum_guc(
+            &MAX_BATCH,
+            1,
+            1_000_000,
+            GucContext::Suset,
+            GucFlags::default(),
+        );
+    }
+    if ours(c"sendjobs.guard_action") {
+        GucRegistry::define_enum_guc(
         c"sendjobs.guard_action",
         c"What the terminal guard does with a refused transition: skip (WARNING) or error (SQLSTATE 23514); superuser only.",
         c"skip leaves the row as it was and lets the statement go on; error fails the \
@@ -97,6 +165,7 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    }
     define_ms(
         c"sendjobs.retry_backoff_base",
         c"Delay before the first retry when sendjobs_finalize(..., 'retry') gets no retry_at; doubles per attempt.",
@@ -112,48 +181,55 @@ pub fn init() {
         &RETRY_BACKOFF_MAX_MS,
         GucContext::Userset,
     );
-    GucRegistry::define_int_guc(
-        c"sendjobs.default_max_attempts",
-        c"max_attempts of a job enqueued without one.",
-        c"A retry finalize of a job that has used its attempts fails the job instead.",
-        &DEFAULT_MAX_ATTEMPTS,
-        1,
-        i32::MAX,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    // SAFETY: called once from _PG_init, after our GUCs are defined.
-    unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"sendjobs".as_ptr()) };
+    if ours(c"sendjobs.default_max_attempts") {
+        GucRegistry::define_int_guc(
+            c"sendjobs.default_max_attempts",
+            c"max_attempts of a job enqueued without one.",
+            c"A retry finalize of a job that has used its attempts fails the job instead.",
+            &DEFAULT_MAX_ATTEMPTS,
+            1,
+            i32::MAX,
+            GucContext::Userset,
+            GucFlags::default(),
+        );
+    }
+    // SAFETY: called once from _PG_init, after our GUCs are defined (a second library's
+    // call only repeats the first's).
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"sendjobs".as_ptr()) };
 }
 
 pub fn default_lease_ms() -> i32 {
-    DEFAULT_LEASE_MS.get()
+    int(0, &DEFAULT_LEASE_MS)
 }
 
 pub fn max_batch() -> i32 {
-    MAX_BATCH.get()
+    int(3, &MAX_BATCH)
 }
 
 pub fn guard_action() -> GuardAction {
-    GUARD_ACTION.get()
+    match elsewhere(4).as_deref() {
+        Some("error") => GuardAction::Error,
+        Some(_) => GuardAction::Skip,
+        None => GUARD_ACTION.get(),
+    }
 }
 
 pub fn retry_backoff_base_ms() -> i32 {
-    RETRY_BACKOFF_BASE_MS.get()
+    int(5, &RETRY_BACKOFF_BASE_MS)
 }
 
 pub fn retry_backoff_max_ms() -> i32 {
-    RETRY_BACKOFF_MAX_MS.get()
+    int(6, &RETRY_BACKOFF_MAX_MS)
 }
 
 pub fn default_max_attempts() -> i32 {
-    DEFAULT_MAX_ATTEMPTS.get()
+    int(7, &DEFAULT_MAX_ATTEMPTS)
 }
 
 pub fn max_lease_ms() -> i32 {
-    MAX_LEASE_MS.get()
+    int(2, &MAX_LEASE_MS)
 }
 
 pub fn min_lease_ms() -> i32 {
-    MIN_LEASE_MS.get()
+    int(1, &MIN_LEASE_MS)
 }

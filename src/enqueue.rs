@@ -5,12 +5,10 @@ use pgrx::{pg_sys, JsonB};
 
 use crate::clock::wall_clock;
 use crate::config;
-use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::errors::{finite, or_raise, queue_name, required, Result, SendJobsError};
 use crate::link::TransactionLink;
-use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan, queue_relation_oids};
-use crate::statements::{
-    ENQUEUE_0_1, ENQUEUE_FIND_BY_KEY, ENQUEUE_FIND_BY_KEY_0_1, ENQUEUE_NO_KEY, ENQUEUE_WITH_KEY,
-};
+use crate::spi_plans::{execute, first_value, plan, queue_relation_oids};
+use crate::statements::{ENQUEUE_FIND_BY_KEY, ENQUEUE_NO_KEY, ENQUEUE_WITH_KEY};
 use crate::wakeup;
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
@@ -43,19 +41,17 @@ fn enqueue(
     max_attempts: Option<i32>,
 ) -> Result<i64> {
     let payload = required(payload, "payload")?;
-    let queue = required(queue, "queue")?;
-    if queue.is_empty() {
-        return Err(SendJobsError::InvalidArgument(
-            "queue must not be empty".into(),
-        ));
-    }
+    let queue = queue_name(required(queue, "queue")?)?;
     let max_attempts = max_attempts.unwrap_or_else(config::default_max_attempts);
     if max_attempts < 1 {
         return Err(SendJobsError::InvalidArgument(format!(
             "max_attempts must be at least 1, got {max_attempts}"
         )));
     }
-    let run_at = run_at.unwrap_or_else(wall_clock);
+    let run_at = match run_at {
+        Some(run_at) => finite(run_at, "run_at")?,
+        None => wall_clock(),
+    };
 
     Spi::connect_mut(|client| {
         if let Some(transaction_id) = transaction_id {
@@ -63,13 +59,12 @@ fn enqueue(
                 link.check_key(client, transaction_id)?;
             }
         }
-        let catalog_0_2 = catalog_is_0_2(client)?;
         let insert = plan(
             client,
-            match (idempotency_key.is_some(), catalog_0_2) {
-                (true, true) => &ENQUEUE_WITH_KEY,
-                (false, true) => &ENQUEUE_NO_KEY,
-                (_, false) => &ENQUEUE_0_1,
+            if idempotency_key.is_some() {
+                &ENQUEUE_WITH_KEY
+            } else {
+                &ENQUEUE_NO_KEY
             },
             &[
                 pg_sys::JSONBOID.into(),
@@ -101,12 +96,7 @@ fn enqueue(
         }
         // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh
         // statement (a fresh snapshot under READ COMMITTED) sees the row.
-        let find = if catalog_0_2 {
-            &ENQUEUE_FIND_BY_KEY
-        } else {
-            &ENQUEUE_FIND_BY_KEY_0_1
-        };
-        let find = plan(client, find, &[pg_sys::TEXTOID.into()])?;
+        let find = plan(client, &ENQUEUE_FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
         let rows = execute(client, &find, &[idempotency_key.into()])?;
         let holder = rows.first();
         let (job_id, exists) = if holder.is_empty() {

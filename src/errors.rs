@@ -38,9 +38,21 @@ pub enum SendJobsError {
     #[error("sendjobs: idempotency key {key:?} is held by job {job_id}, which no longer exists")]
     OrphanKey { key: String, job_id: i64 },
 
+    /// 55000 object_not_in_prerequisite_state: this library called for a catalog of
+    /// another release
+    #[error(
+        "sendjobs: the extension's catalog is at version {0}, this library is version {library}",
+        library = env!("CARGO_PKG_VERSION")
+    )]
+    CatalogVersion(String),
+
     /// 42703 undefined_column
     #[error("sendjobs: column \"{column}\" of relation {table} does not exist")]
     UndefinedColumn { table: String, column: String },
+
+    /// 42501 insufficient_privilege
+    #[error("sendjobs: permission denied: {0}")]
+    PermissionDenied(String),
 
     /// 42809 wrong_object_type
     #[error("sendjobs: {0} is not a table")]
@@ -81,11 +93,12 @@ impl SendJobsError {
             | Self::UnknownOutcome(_)
             | Self::InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             Self::UnknownJob(_) => ERRCODE_NO_DATA_FOUND,
-            Self::NotRedrivable { .. } | Self::OrphanKey { .. } => {
+            Self::NotRedrivable { .. } | Self::OrphanKey { .. } | Self::CatalogVersion(_) => {
                 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             }
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
+            Self::PermissionDenied(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
             Self::TerminalTransition { .. } => ERRCODE_CHECK_VIOLATION,
             Self::TriggerMisuse(_) => ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             Self::Internal(_) | Self::Spi(_) => ERRCODE_INTERNAL_ERROR,
@@ -101,6 +114,10 @@ impl SendJobsError {
             Self::UnknownOutcome(_) => {
                 Some("Pass the outcome as text: 'sent', 'failed' or 'retry'.")
             }
+            Self::CatalogVersion(_) => Some(
+                "Each release's functions use its own library (sendjobs-<version>): run \
+                 ALTER EXTENSION sendjobs UPDATE, or call the functions its catalog defines.",
+            ),
             Self::OrphanKey { .. } => Some(
                 "Delete finished jobs with sendjobs_purge, which frees their keys; a job \
                  deleted by hand leaves its key in send_job_keys: delete that row too.",
@@ -139,6 +156,42 @@ pub type Result<T> = std::result::Result<T, SendJobsError>;
 /// Unwraps a required argument, or names it in a 22004 error.
 pub fn required<T>(value: Option<T>, name: &'static str) -> Result<T> {
     value.ok_or(SendJobsError::NullArgument(name))
+}
+
+/// The longest queue name, in bytes. A queue's wake-up carries its name as the NOTIFY
+/// payload, whose limit is 8,000 bytes: before 0.2.1 a longer name made every enqueue into
+/// the queue fail once its wake-ups were on. 128 leaves room and is more than any partner
+/// name needs (tests/pg_regress/sql/errors.sql).
+pub const MAX_QUEUE_BYTES: usize = 128;
+
+/// Refuses a queue name that is empty or longer than `MAX_QUEUE_BYTES` (22023).
+pub fn queue_name(queue: &str) -> Result<&str> {
+    if queue.is_empty() {
+        return Err(SendJobsError::InvalidArgument(
+            "queue must not be empty".into(),
+        ));
+    }
+    if queue.len() > MAX_QUEUE_BYTES {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "a queue name must be at most {MAX_QUEUE_BYTES} bytes, got {}",
+            queue.len()
+        )));
+    }
+    Ok(queue)
+}
+
+/// Refuses an infinite timestamp (22023). A job due at -infinity stays first in the claim
+/// order whatever is enqueued after it, and one due at +infinity is never claimed; before
+/// 0.2.1 either could be given, and a job due at -infinity made every sendjobs_stats call
+/// fail (22008) until it was claimed (tests/pg_regress/sql/errors.sql, stats.sql).
+pub fn finite(at: TimestampWithTimeZone, name: &'static str) -> Result<TimestampWithTimeZone> {
+    if at.is_finite() {
+        Ok(at)
+    } else {
+        Err(SendJobsError::InvalidArgument(format!(
+            "{name} must be a finite timestamp"
+        )))
+    }
 }
 
 /// Unwraps one element of an `ids` array, refusing a NULL (22004) and an id already in

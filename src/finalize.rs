@@ -9,12 +9,10 @@ use pgrx::spi::SpiClient;
 use crate::claim::lease_or_default;
 use crate::clock::wall_clock;
 use crate::config;
-use crate::errors::{distinct_id, or_raise, required, Result, SendJobsError};
+use crate::errors::{distinct_id, finite, or_raise, required, Result, SendJobsError};
 use crate::link;
-use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan};
-use crate::statements::{
-    FINALIZE_BATCH, FINALIZE_BATCH_0_1, FINALIZE_ONE, FINALIZE_ONE_0_1, HEARTBEAT, JOB_EXISTS,
-};
+use crate::spi_plans::{execute, first_value, plan};
+use crate::statements::{FINALIZE_BATCH, FINALIZE_ONE, HEARTBEAT, JOB_EXISTS};
 
 const APPLIED: &str = "applied";
 const STALE: &str = "stale";
@@ -115,6 +113,9 @@ fn finalize(
             "retry_at is only accepted with outcome 'retry'".into(),
         ));
     }
+    if let Some(retry_at) = retry_at {
+        finite(retry_at, "retry_at")?;
+    }
     if error.is_some() && outcome == Outcome::Sent {
         return Err(SendJobsError::InvalidArgument(
             "error is only accepted with outcome 'failed' or 'retry'".into(),
@@ -130,11 +131,10 @@ fn finalize(
         let finalize = plan(
             client,
             // A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
-            match (claims.len() == 1, catalog_is_0_2(client)?) {
-                (true, true) => &FINALIZE_ONE,
-                (false, true) => &FINALIZE_BATCH,
-                (true, false) => &FINALIZE_ONE_0_1,
-                (false, false) => &FINALIZE_BATCH_0_1,
+            if claims.len() == 1 {
+                &FINALIZE_ONE
+            } else {
+                &FINALIZE_BATCH
             },
             &[
                 pg_sys::INT8ARRAYOID.into(),

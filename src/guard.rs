@@ -211,7 +211,17 @@ unsafe fn column_text(
 /// The trigger function. Arguments (all optional): status column (default `status`),
 /// terminal statuses as a text[] literal (default `{success,failed}`), exits as `from:to`
 /// pairs (default `{failed:pending}`). Attach it BEFORE UPDATE ... FOR EACH ROW.
-#[pg_trigger]
+///
+/// Its SQL is written here: pgrx 0.18 writes a trigger function's library as
+/// `MODULE_PATHNAME`, which Postgres replaces only when the control file names one, and
+/// ours names none, so that each release gets a library of its own, `sendjobs-<version>`
+/// (docs/decisions/0001-a-library-per-release.md). `@MODULE_PATHNAME@` is that library.
+#[pg_trigger(sql = r#"
+CREATE FUNCTION "sendjobs_guard_terminal_trigger"()
+	RETURNS TRIGGER
+	LANGUAGE c
+	AS '@MODULE_PATHNAME@', '@FUNCTION_NAME@';
+"#)]
 fn sendjobs_guard_terminal_trigger<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> std::result::Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {

@@ -5,13 +5,13 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::PgRelation;
 
-use crate::catalog::{column_type, require_table};
+use crate::catalog::{column_type, require_table, table_display};
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::spi_plans::{
     execute, extension_schema, plan, plan_in_callers_path, select, within, Scope,
 };
 use crate::sql_types::SqlName;
-use crate::statements::{LINK_CURRENT, LINK_SAVE, LINK_UNLINK};
+use crate::statements::{LINK_CURRENT, LINK_RIGHTS, LINK_SAVE, LINK_UNLINK};
 
 /// Declares the business table `send_jobs.transaction_id` points at. From now on an
 /// applied `sent` / `failed` finalize sets that row's status to `on_sent` / `on_failed`
@@ -62,8 +62,29 @@ fn link_transactions(
             &[on_sent.into(), on_failed.into(), on_redrive.into()],
         )?;
 
-        // Unfinished jobs must carry transaction_ids that can be keys of the new table.
         let key_type = column_type(client, relid, &key_column.0)?;
+        let rights = select(
+            client,
+            &LINK_RIGHTS,
+            &[
+                relid.into(),
+                status_column.0.as_str().into(),
+                key_column.0.as_str().into(),
+            ],
+        )?
+        .first();
+        let (may_update, may_read) = rights.get_two::<bool, bool>()?;
+        if may_update != Some(true) || may_read != Some(true) {
+            return Err(SendJobsError::PermissionDenied(format!(
+                "linking {} needs UPDATE on its column {} and SELECT on its column {}: \
+                 the workers' finalizes stamp it",
+                table_display(client, relid)?,
+                status_column.0,
+                key_column.0
+            )));
+        }
+
+        // Unfinished jobs must carry transaction_ids that can be keys of the new table.
         let schema = extension_schema(client)?;
         let unfinished = format!(
             "SELECT pg_catalog.count(CAST(transaction_id AS {key_type})) FROM {schema}.send_jobs
@@ -141,7 +162,7 @@ pub struct TransactionLink {
     key_check: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
     on_sent: String,
     on_failed: String,
-    on_redrive: Option<String>,
+    on_redrive: String,
 }
 
 impl TransactionLink {
@@ -159,14 +180,9 @@ impl TransactionLink {
             return Err(SendJobsError::UndefinedColumn { table, column });
         }
         let key_type = link.get::<String>(6)?;
-        // A 0.1.0 catalog has no on_redrive (nor sendjobs_redrive, which needs it).
-        let on_redrive = if link.columns()? >= 7 {
-            link.get::<String>(7)?
-        } else {
-            None
-        };
-        let (Some(stamp_sql), Some(on_sent), Some(on_failed), Some(key_type)) =
-            (stamp_sql, on_sent, on_failed, key_type)
+        let on_redrive = link.get::<String>(7)?;
+        let (Some(stamp_sql), Some(on_sent), Some(on_failed), Some(key_type), Some(on_redrive)) =
+            (stamp_sql, on_sent, on_failed, key_type, on_redrive)
         else {
             return Err(SendJobsError::Internal(
                 "the transaction link is incomplete".into(),
@@ -208,9 +224,7 @@ impl TransactionLink {
         let value = match stamp {
             Stamp::Sent => &self.on_sent,
             Stamp::Failed => &self.on_failed,
-            Stamp::Redriven => self.on_redrive.as_ref().ok_or_else(|| {
-                SendJobsError::Internal("the transaction link has no on_redrive".into())
-            })?,
+            Stamp::Redriven => &self.on_redrive,
         };
         let stamp = plan_in_callers_path(
             client,

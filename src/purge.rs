@@ -2,6 +2,7 @@
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use pgrx::IntoDatum;
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, required, Result, SendJobsError};
@@ -26,6 +27,8 @@ fn purge(older_than: Option<Interval>, batch: Option<i32>) -> Result<i64> {
     if older_than.as_micros() < 0 {
         return Err(SendJobsError::Negative("older_than"));
     }
+    let now = wall_clock();
+    let cutoff = cutoff(now, older_than)?;
     let batch = required(batch, "batch")?;
     if !(1..=MAX_BATCH).contains(&batch) {
         return Err(SendJobsError::InvalidArgument(format!(
@@ -36,21 +39,33 @@ fn purge(older_than: Option<Interval>, batch: Option<i32>) -> Result<i64> {
         let purge = plan(
             client,
             &PURGE,
-            &[
-                pg_sys::TIMESTAMPTZOID.into(),
-                pg_sys::INT8OID.into(),
-                pg_sys::INTERVALOID.into(),
-            ],
+            &[pg_sys::TIMESTAMPTZOID.into(), pg_sys::INT8OID.into()],
         )?;
-        let deleted = execute(
-            client,
-            &purge,
-            &[
-                wall_clock().into(),
-                i64::from(batch).into(),
-                older_than.into(),
-            ],
-        )?;
+        let deleted = execute(client, &purge, &[cutoff.into(), i64::from(batch).into()])?;
         Ok(first_value::<i64>(deleted)?.unwrap_or(0))
     })
+}
+
+/// `now - older_than`, as Postgres computes it (months and days on the calendar), refused
+/// when it is later than `now`: an interval can be positive as a whole and still move the
+/// cutoff forward (`-10 years 3630 days`, 30 days as a whole, is about 22 days ahead once
+/// its years are calendar years), and a cutoff ahead of now would delete history seconds old
+/// (tests/pg_regress/sql/purge.sql).
+fn cutoff(now: TimestampWithTimeZone, older_than: Interval) -> Result<TimestampWithTimeZone> {
+    // SAFETY: timestamptz_mi_interval takes a timestamptz and an interval and returns a
+    // timestamptz (an out-of-range result is its own ERROR, 22008).
+    let cutoff = unsafe {
+        pgrx::direct_function_call::<TimestampWithTimeZone>(
+            pg_sys::timestamptz_mi_interval,
+            &[now.into_datum(), older_than.into_datum()],
+        )
+    }
+    .ok_or_else(|| SendJobsError::Internal("now - older_than gave NULL".into()))?;
+    if cutoff > now {
+        return Err(SendJobsError::InvalidArgument(
+            "older_than must not move the cutoff past now: now - older_than is in the future"
+                .into(),
+        ));
+    }
+    Ok(cutoff)
 }

@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 use crate::clock::wall_clock;
 use crate::errors::{distinct_id, or_raise, required, Result, SendJobsError};
 use crate::link::{Stamp, TransactionLink};
-use crate::spi_plans::{execute, plan};
+use crate::spi_plans::{execute, execute_planned, plan, Planning};
 use crate::statements::{JOB_STATUSES, REDRIVE, REDRIVE_LOCK};
 use crate::wakeup;
 
@@ -50,7 +50,13 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
         let mut done = BTreeMap::new();
         let mut to_stamp = Vec::new();
         let mut queues = Vec::new();
-        for row in execute(client, &redrive, &[ids.clone().into(), wall_clock().into()])? {
+        let rows = execute_planned(
+            client,
+            &redrive,
+            &[ids.clone().into(), wall_clock().into()],
+            Planning::ForTheValues,
+        )?;
+        for row in rows {
             let id = row.get::<i64>(1)?.unwrap_or_default();
             let new_id = row.get::<i64>(2)?.ok_or_else(|| {
                 SendJobsError::Internal(format!("job {id} was redriven, but to no job"))

@@ -22,7 +22,7 @@ use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use pgrx::{FromDatum, IntoDatum};
 
 use crate::errors::{Result, SendJobsError};
-use crate::statements::{for_catalog, EXTENSION_SCHEMA};
+use crate::statements::EXTENSION_SCHEMA;
 
 struct PlanCache {
     /// `send_jobs` of the extension the plans were made for: while this relation exists
@@ -38,9 +38,6 @@ struct PlanCache {
     schema: String,
     /// The role the queue statements run as.
     owner: pg_sys::Oid,
-    /// Whether the catalog is 0.2.0 or later (it has `sendjobs_queues`), rather than
-    /// 0.1.0 with this library installed before `ALTER EXTENSION sendjobs UPDATE`.
-    catalog_0_2: bool,
     plans: HashMap<String, Rc<OwnedPreparedStatement>>,
 }
 
@@ -57,9 +54,7 @@ impl PlanCache {
                 return false;
             }
             let name = pg_sys::get_namespace_name(self.namespace);
-            !name.is_null()
-                && CStr::from_ptr(name).to_bytes() == self.namespace_name.as_bytes()
-                && catalog_0_2(self.namespace) == self.catalog_0_2
+            !name.is_null() && CStr::from_ptr(name).to_bytes() == self.namespace_name.as_bytes()
         }
     }
 
@@ -79,6 +74,13 @@ impl PlanCache {
         let namespace = row.get::<pg_sys::Oid>(2)?.ok_or_else(missing)?;
         let send_jobs = row.get::<pg_sys::Oid>(3)?.ok_or_else(missing)?;
         let owner = row.get::<pg_sys::Oid>(4)?.ok_or_else(missing)?;
+        // Each release's functions are bound to its own library, so a catalog of another
+        // release never calls this one, but by a hand-made CREATE FUNCTION: refuse it
+        // rather than run this release's statements on another release's tables.
+        let version = row.get::<String>(5)?.ok_or_else(missing)?;
+        if version != env!("CARGO_PKG_VERSION") {
+            return Err(SendJobsError::CatalogVersion(version));
+        }
         // SAFETY: the schema exists: the row above was just read from the catalog.
         let namespace_name = unsafe { CStr::from_ptr(pg_sys::get_namespace_name(namespace)) }
             .to_string_lossy()
@@ -98,43 +100,9 @@ impl PlanCache {
             namespace_name,
             schema,
             owner,
-            catalog_0_2: catalog_0_2(namespace),
             plans: HashMap::new(),
         })
     }
-}
-
-/// Whether the extension's schema holds a 0.2.0 catalog: a syscache probe for a table
-/// that 0.2.0 added, cheap enough for every call (`is_current`), so a backend notices an
-/// `ALTER EXTENSION sendjobs UPDATE` at its next call and prepares its plans again.
-fn catalog_0_2(namespace: pg_sys::Oid) -> bool {
-    // SAFETY: a syscache probe by name and schema oid.
-    unsafe {
-        pg_sys::get_relname_relid(c"sendjobs_queues".as_ptr(), namespace) != pg_sys::InvalidOid
-    }
-}
-
-/// Whether the catalog is 0.2.0 or later (see `PlanCache::catalog_0_2`), for a caller
-/// that picks its statement by it and then runs that statement on `send_jobs`.
-///
-/// With a 0.1.0 catalog, `send_jobs`' ROW EXCLUSIVE lock is taken first (every such
-/// statement takes it anyway; it is held to the end of the transaction), and the catalog
-/// probed again: `ALTER EXTENSION sendjobs UPDATE` locks `send_jobs` exclusively in its
-/// first statement, so it has either committed before the lock was granted (the probe,
-/// made after the lock took in its invalidations, sees 0.2.0) or waits for this
-/// transaction. Without the lock, an update committed between the probe and the
-/// statement made a 0.1.0 statement run against the 0.2.0 catalog: a finish in place
-/// (refused by `send_jobs_live_check`) or an ON CONFLICT on the idempotency index that
-/// 0.2.0 drops (tests/upgrade: a worker runs through the update).
-pub fn catalog_is_0_2(client: &SpiClient<'_>) -> Result<bool> {
-    let (catalog_0_2, send_jobs) =
-        with_cache(client, |cache| (cache.catalog_0_2, cache.send_jobs))?;
-    if catalog_0_2 {
-        return Ok(true);
-    }
-    // SAFETY: a lock on a relation of the extension, by oid, released at transaction end.
-    unsafe { pg_sys::LockRelationOid(send_jobs, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
-    with_cache(client, |cache| cache.catalog_0_2)
 }
 
 /// Runs `f` on the backend's cache, (re)loading it when the extension is new to it.
@@ -195,6 +163,31 @@ pub fn owner_scope(client: &SpiClient<'_>) -> Result<Scope> {
 /// starting workers costs more than that (sendjobs_stats spent 8 ms launching two
 /// workers to count an empty 5-minute window, README: sendjobs_stats).
 pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    within_planned(scope, Planning::Generic, f)
+}
+
+/// How a statement is planned (`within`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planning {
+    /// Once, for any values: every statement on the hot path (`within` says why).
+    Generic,
+    /// For the values of each call: a statement whose best plan depends on how many ids
+    /// it is given. sendjobs_redrive's generic plan nests loops, planned for the ten
+    /// elements Postgres assumes of an array parameter: 10,000 ids took 6.9 s, 2,500 took
+    /// 0.47 s (src/tests/plans.rs measures the growth).
+    ForTheValues,
+}
+
+/// `within`, planned as `planning` says.
+pub fn within_planned<R>(
+    scope: Scope,
+    planning: Planning,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    let plan_cache_mode = match planning {
+        Planning::Generic => c"force_generic_plan",
+        Planning::ForTheValues => c"force_custom_plan",
+    };
     let (mut caller, mut context) = (pg_sys::InvalidOid, 0);
     // SAFETY: the same calls the function manager makes for a function's SET clause and
     // SECURITY DEFINER; both are undone below, or by the abort.
@@ -202,7 +195,7 @@ pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let nest_level = pg_sys::NewGUCNestLevel();
         for (name, value) in [
             (c"search_path", c"pg_catalog, pg_temp"),
-            (c"plan_cache_mode", c"force_generic_plan"),
+            (c"plan_cache_mode", plan_cache_mode),
             (c"max_parallel_workers_per_gather", c"0"),
         ] {
             pg_sys::set_config_option(
@@ -262,18 +255,14 @@ fn keep(
     args: &[PgOid],
     pinned: bool,
 ) -> Result<Rc<OwnedPreparedStatement>> {
-    let (cached, schema, catalog_0_2) = with_cache(client, |cache| {
-        (
-            cache.plans.get(sql).cloned(),
-            cache.schema.clone(),
-            cache.catalog_0_2,
-        )
+    let (cached, schema) = with_cache(client, |cache| {
+        (cache.plans.get(sql).cloned(), cache.schema.clone())
     })?;
     if let Some(plan) = cached {
         return Ok(plan);
     }
     // Prepared outside the cache's borrow: preparing may run code that plans statements too.
-    let text = for_catalog(sql, catalog_0_2).replace("@extschema@", &schema);
+    let text = sql.replace("@extschema@", &schema);
     let prepare = || Ok(client.prepare_mut(text.as_str(), args)?.keep());
     let prepared = Rc::new(if pinned {
         within(Scope::Caller, prepare)?
@@ -292,6 +281,16 @@ pub fn execute<'conn>(
     statement: &OwnedPreparedStatement,
     args: &[DatumWithOid<'_>],
 ) -> Result<SpiTupleTable<'conn>> {
+    execute_planned(client, statement, args, Planning::Generic)
+}
+
+/// `execute`, planned as `planning` says.
+pub fn execute_planned<'conn>(
+    client: &SpiClient<'conn>,
+    statement: &OwnedPreparedStatement,
+    args: &[DatumWithOid<'_>],
+    planning: Planning,
+) -> Result<SpiTupleTable<'conn>> {
     // The statement came from `plan`, which has just checked the cache against the
     // catalog in this same call: its owner is read as it is, without a second check.
     let owner = CACHE.with_borrow(|cache| cache.as_ref().map(|cache| cache.owner));
@@ -299,7 +298,11 @@ pub fn execute<'conn>(
         Some(owner) => Scope::Owner(owner),
         None => owner_scope(client)?,
     };
-    within(scope, || Ok(client.select(statement, None, args)?))
+    within_planned(
+        scope,
+        planning,
+        || Ok(client.select(statement, None, args)?),
+    )
 }
 
 /// A one-off query of ours (catalog look-ups, casts of the caller's input) in

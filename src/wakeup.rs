@@ -9,8 +9,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{catalog_is_0_2, execute, first_value, plan};
+use crate::errors::{or_raise, queue_name, required, Result};
+use crate::spi_plans::{execute, first_value, plan};
 use crate::statements::{QUEUE_NOTIFY, QUEUE_NOTIFY_SAVE, WAKEUP};
 
 /// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
@@ -22,13 +22,8 @@ fn sendjobs_notify(queue: Option<&str>, enabled: Option<bool>) {
 }
 
 fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
-    let queue = required(queue, "queue")?;
+    let queue = queue_name(required(queue, "queue")?)?;
     let enabled = required(enabled, "enabled")?;
-    if queue.is_empty() {
-        return Err(SendJobsError::InvalidArgument(
-            "queue must not be empty".into(),
-        ));
-    }
     Spi::connect_mut(|client| {
         let save = plan(
             client,
@@ -72,9 +67,7 @@ pub fn after_enqueue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
         }
         decided.as_ref().and_then(|d| d.queues.get(queue).copied())
     });
-    // A 0.1.0 catalog (this library installed before ALTER EXTENSION ... UPDATE) has no
-    // per-queue settings: no queue has wake-ups on.
-    if known.is_some() || !catalog_is_0_2(client)? {
+    if known.is_some() {
         return Ok(());
     }
     let lookup = plan(client, &QUEUE_NOTIFY, &[pg_sys::TEXTOID.into()])?;

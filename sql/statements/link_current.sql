@@ -12,10 +12,8 @@ SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 A
        link.tbl::pg_catalog.text,
        CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
             WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END,
-       pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)
---- catalog 0.2.0
-       , link.on_redrive
---- end
+       pg_catalog.format_type(key_col.atttypid, key_col.atttypmod),
+       link.on_redrive
   FROM @extschema@.sendjobs_transaction_link AS link
   LEFT JOIN pg_catalog.pg_attribute AS status_col
          ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column

@@ -225,7 +225,11 @@ SELECT q.queue,
        coalesce(p.ready, 0), coalesce(p.scheduled, 0),
        coalesce(h.in_flight, 0), coalesce(h.expired, 0),
        coalesce(h.at_last_attempt, 0),
-       CASE WHEN p.oldest_due <= $1 THEN $1 - p.oldest_due END,
+       -- A job due at -infinity (enqueued before 0.2.1 refused it) is as old as the
+       -- earliest timestamp there is: subtracting -infinity fails (22008), and one such
+       -- job made every call fail (tests/pg_regress/sql/stats.sql).
+       CASE WHEN p.oldest_due <= $1
+            THEN $1 - greatest(p.oldest_due, '4714-11-24 00:00:00+00 BC'::pg_catalog.timestamptz) END,
        coalesce(f.sent, 0), coalesce(f.failed, 0),
        coalesce(f.cancelled, 0),
        coalesce(p.estimated, false) OR NOT coalesce(w.exact, true),

@@ -16,17 +16,3 @@ fn a_variant_keeps_its_own_lines_and_the_shared_ones() {
 fn an_unknown_variant_is_a_mistake() {
     variant(FILE, Some("c"));
 }
-
-#[test]
-fn lines_of_a_catalog_block_are_kept_for_0_2_and_dropped_for_0_1() {
-    use crate::statements::for_catalog;
-    let text = variant(
-        "INSERT INTO t (a\n--- catalog 0.2.0\n  , b\n--- end\n)\nSELECT 1\n",
-        None,
-    );
-    assert_eq!(
-        for_catalog(&text, true),
-        "INSERT INTO t (a\n  , b\n)\nSELECT 1\n"
-    );
-    assert_eq!(for_catalog(&text, false), "INSERT INTO t (a\n)\nSELECT 1\n");
-}

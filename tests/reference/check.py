@@ -83,7 +83,9 @@ def coverage(doc):
     for name in re.findall(r"^\s*(send\w+)\s*$", tables, re.M):
         if f"'{name}'::regclass" not in doc:
             missing.append(f"table {name}")
-    settings = query("LOAD 'sendjobs';\nSELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
+    # A call loads the library (sendjobs-<version>: docs/decisions/0001-a-library-per-release.md).
+    settings = query("SELECT count(*) FROM sendjobs_stats();\n"
+                     "SELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
     for name in re.findall(r"^\s*(sendjobs\.\w+)\s*$", settings, re.M):
         if f"`{name}`" not in doc:
             missing.append(f"setting {name}")

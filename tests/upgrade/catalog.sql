@@ -28,7 +28,7 @@ lines AS (
            || ' | defaults ' || coalesce(pg_catalog.pg_get_expr(p.proargdefaults, 0), '-')
            || ' | ' || p.provolatile::text || p.proisstrict::text || p.prosecdef::text || p.proparallel::text
            || ' | config ' || coalesce(p.proconfig::text, '-') || ' | acl ' || coalesce(p.proacl::text, '-')
-           || ' | ' || l.lanname || ' ' || p.prosrc
+           || ' | ' || l.lanname || ' ' || p.prosrc || ' ' || coalesce(p.probin, '-')
       FROM pg_catalog.pg_proc p JOIN members m
         ON m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid = p.oid
       JOIN pg_catalog.pg_language l ON l.oid = p.prolang

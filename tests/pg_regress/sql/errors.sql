@@ -65,6 +65,17 @@ SELECT sendjobs_enqueue('{}', max_attempts => 0);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_enqueue('{}', max_attempts => -3);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: a queue name over 128 bytes (its wake-up's NOTIFY payload must fit); 128 is fine.
+SELECT sendjobs_enqueue('{}', queue => repeat('q', 129));
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => repeat('é', 65));
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: run_at must be finite: a job due at -infinity would stay first in the claim
+-- order forever, and before 0.2.1 it made every sendjobs_stats call fail.
+SELECT sendjobs_enqueue('{}', run_at => '-infinity');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', run_at => 'infinity');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- A payload that is not JSON never reaches the function (22P02 from jsonb itself).
 SELECT sendjobs_enqueue('not json');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
@@ -122,6 +133,13 @@ SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_finalize(1, 1, 'sent', retry_at => now());
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_finalize(1, 1, 'failed', 'boom', now());
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: retry_at must be finite.
+SELECT sendjobs_finalize(1, 1, 'retry', 'boom', '-infinity');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_finalize(1, 1, 'retry', 'boom', 'infinity');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1], ARRAY[1], 'retry', 'boom', '-infinity');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- P0002 no_data_found: a job id that does not exist. (A job that exists but is not held
 -- under that generation is not an error: the call returns 'stale'.)
@@ -324,12 +342,25 @@ SELECT sendjobs_purge('1 day', 0);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_purge('1 day', 100001);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: an interval positive as a whole (30 days, months counted as 30 days) whose cutoff,
+-- on the calendar, lies ahead of now: it would delete history seconds old.
+SELECT '-10 years 3630 days'::interval > '0 seconds' AS positive_as_a_whole;
+SELECT sendjobs_purge('-10 years 3630 days');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- 22004: queue and enabled are required; 22023: an empty queue name.
 SELECT sendjobs_notify(NULL, true);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_notify('default', NULL);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_notify('', true);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_notify(repeat('q', 129), true);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: a claim from a queue whose name no queue can have.
+SELECT * FROM sendjobs_claim(1, queue => repeat('q', 129));
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: a role that is no role ('-' as regrole).
+SELECT sendjobs_grant('-', 'worker');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- 22P02 (the enum's own input error): on_redrive must fit the status column too.
 SELECT sendjobs_link_transactions('shop.typed_payments', on_redrive => 'again');

@@ -221,6 +221,16 @@ SELECT queue, ready, scheduled, failed_5m, cancelled_5m, estimated
 DELETE FROM send_job_events WHERE queue = 'big';
 DELETE FROM send_jobs WHERE queue = 'big';
 
+-- A job due at -infinity or +infinity, which sendjobs_enqueue has refused since 0.2.1 but
+-- an earlier release (or a direct insert) may have left: the stats still answer, for
+-- every queue (before 0.2.1 every call failed with 22008 until the job was claimed). The
+-- one due at -infinity is as old as the earliest timestamp there is.
+INSERT INTO send_jobs (payload, queue, next_attempt_at)
+VALUES ('{}', 'infinite', '-infinity'), ('{}', 'infinite', 'infinity');
+SELECT queue, ready, scheduled, oldest_ready_age > interval '6000 years' AS oldest_ready_age_very_long
+  FROM sendjobs_stats() WHERE queue IN ('infinite', 'stats') ORDER BY queue;
+DELETE FROM send_jobs WHERE queue = 'infinite';
+
 -------------------------------------------------------------------------------------
 -- The invariants, over everything this file did
 -------------------------------------------------------------------------------------

@@ -62,7 +62,17 @@ SELECT count(*) AS worker_may_execute
   FROM sendjobs_objects o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND p.oid = o.objid
  WHERE has_function_privilege('sj_worker', p.oid, 'EXECUTE');
 SELECT sendjobs_revoke('sj_worker', 'nonsense');   -- 22023
+-- Holding no level now, the role has lost the USAGE on the schema that the grant gave
+-- (before 0.2.1 it kept it); one level of two revoked keeps it.
+SELECT count(*) AS worker_usage_grants
+  FROM pg_namespace n, aclexplode(n.nspacl) a
+ WHERE n.nspname = 'public' AND a.grantee = 'sj_worker'::regrole AND a.privilege_type = 'USAGE';
 SELECT sendjobs_grant('sj_worker', 'worker');
+SELECT sendjobs_grant('sj_worker', 'monitor');
+SELECT sendjobs_revoke('sj_worker', 'monitor');
+SELECT count(*) AS worker_usage_grants
+  FROM pg_namespace n, aclexplode(n.nspacl) a
+ WHERE n.nspname = 'public' AND a.grantee = 'sj_worker'::regrole AND a.privilege_type = 'USAGE';
 
 -- The table privileges each role holds: reading only, and payloads only for admin.
 SELECT r.rolname, c.relname, priv
@@ -112,6 +122,34 @@ SELECT sendjobs_purge('0 seconds');                            -- 42501: not an 
 SELECT sendjobs_notify('default', true);                       -- 42501: not an admin
 RESET ROLE;
 SELECT id, status FROM shop.payments ORDER BY id;
+
+-- Linking needs the linker's own rights on what the stamp writes: workers stamp with
+-- theirs, so an admin that may not touch a table must not make them write it. Before
+-- 0.2.1, an admin without a privilege on shop.hr_users linked it with on_sent => 'fired'
+-- and the next applied finalize of a job for that user set its status.
+CREATE TABLE shop.hr_users (id text PRIMARY KEY, status text NOT NULL DEFAULT 'employed');
+GRANT SELECT, UPDATE ON shop.hr_users TO sj_worker;
+GRANT USAGE ON SCHEMA shop TO sj_admin;
+SET ROLE sj_admin;
+SELECT sendjobs_link_transactions('shop.hr_users', 'id', 'status', on_sent => 'fired');  -- 42501
+RESET ROLE;
+GRANT UPDATE (status) ON shop.hr_users TO sj_admin;
+SET ROLE sj_admin;
+SELECT sendjobs_link_transactions('shop.hr_users', 'id', 'status', on_sent => 'fired');  -- 42501: no SELECT on the key
+RESET ROLE;
+REVOKE UPDATE (status) ON shop.hr_users FROM sj_admin;
+GRANT SELECT (id) ON shop.hr_users TO sj_admin;
+SET ROLE sj_admin;
+SELECT sendjobs_link_transactions('shop.hr_users', 'id', 'status', on_sent => 'fired');  -- 42501: no UPDATE on the status
+RESET ROLE;
+GRANT UPDATE (status) ON shop.hr_users TO sj_admin;
+SET ROLE sj_admin;
+SELECT sendjobs_link_transactions('shop.hr_users', 'id', 'status', on_sent => 'fired');  -- may: it holds both
+SELECT tbl FROM sendjobs_transaction_link;
+RESET ROLE;
+SELECT sendjobs_link_transactions('shop.payments');
+DROP TABLE shop.hr_users;
+REVOKE USAGE ON SCHEMA shop FROM sj_admin;
 
 -- Every direct write a producer, worker, monitor or admin could try: refused (42501),
 -- and nothing changes. Job 2 is in flight under generation 1 while they try.
@@ -309,7 +347,8 @@ SELECT count(*) AS claimed_for_83_minutes FROM sendjobs_claim(1, '5000');
 ROLLBACK;
 -- With the library preloaded, a bad value fails at SET time as a session's first
 -- statement too (without it, Postgres would keep it as a placeholder until the load).
-ALTER DATABASE :"DBNAME" SET session_preload_libraries = 'sendjobs';
+SELECT 'sendjobs-' || extversion AS library FROM pg_extension WHERE extname = 'sendjobs' \gset
+ALTER DATABASE :"DBNAME" SET session_preload_libraries = :'library';
 \c
 SET sendjobs.guard_action = 'bogus';      -- 22023
 SET sendjobs.max_batch = 5000;            -- allowed here: we are a superuser
