@@ -21,6 +21,39 @@
 -- fresh 0.2.0 install runs; tests/upgrade checks that both catalogs are equal.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.0'" to load this file. \quit
 
+-- First, every C function of the extension moves to the newest release's library, the one
+-- this script is installed with (docs/decisions/0001-a-library-per-release.md): the
+-- statements below call some of them (the CHECK of send_jobs), and the 0.1.0 library,
+-- loaded after the newer one in this backend, would fail to define its settings again.
+-- As in sql/sendjobs--0.2.0--0.2.1.sql, which repeats it for databases at 0.2.0.
+DO $$
+DECLARE
+    fn record;
+    rebound text;
+BEGIN
+    FOR fn IN SELECT p.oid, p.probin
+                FROM pg_catalog.pg_depend AS d
+                JOIN pg_catalog.pg_proc AS p ON p.oid OPERATOR(pg_catalog.=) d.objid
+                JOIN pg_catalog.pg_language AS l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+                 AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
+                                                         WHERE e.extname OPERATOR(pg_catalog.=) 'sendjobs'::pg_catalog.name)
+                 AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+                 AND l.lanname OPERATOR(pg_catalog.=) 'c'::pg_catalog.name
+                 AND p.probin OPERATOR(pg_catalog.<>) 'sendjobs-@CARGO_VERSION@'::pg_catalog.text
+    LOOP
+        -- pg_get_functiondef prints the library on a line of its own: AS 'library', symbol.
+        rebound := pg_catalog.replace(pg_catalog.pg_get_functiondef(fn.oid),
+                                      E'\nAS ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(fn.probin) OPERATOR(pg_catalog.||) ', ',
+                                      E'\nAS ''sendjobs-@CARGO_VERSION@'', ');
+        IF pg_catalog.strpos(rebound, E'\nAS ''sendjobs-@CARGO_VERSION@'', ') OPERATOR(pg_catalog.=) 0 THEN
+            RAISE EXCEPTION 'sendjobs: cannot rebind function % to its new library', fn.oid::pg_catalog.regprocedure;
+        END IF;
+        EXECUTE rebound;
+    END LOOP;
+END $$;
+
 -- Finished jobs will leave send_jobs for send_jobs_finished (below): a foreign key that
 -- points at send_jobs would see them deleted (and, with ON DELETE CASCADE or SET NULL,
 -- act on it). Refuse the update, before it changes anything, and say what to do.

@@ -172,9 +172,10 @@ pub enum Planning {
     /// Once, for any values: every statement on the hot path (`within` says why).
     Generic,
     /// For the values of each call: a statement whose best plan depends on how many ids
-    /// it is given. sendjobs_redrive's generic plan nests loops, planned for the ten
-    /// elements Postgres assumes of an array parameter: 10,000 ids took 6.9 s, 2,500 took
-    /// 0.47 s (src/tests/plans.rs measures the growth).
+    /// it is given, where a generic plan assumes ten elements of an array parameter.
+    /// sendjobs_redrive among 100,000 finished jobs (one session, psql \timing): 1,000
+    /// ids 30 ms and 10,000 ids 213 ms planned for the values, 34 and 365 ms with 0.2.0's
+    /// generic plan.
     ForTheValues,
 }
 

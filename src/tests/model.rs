@@ -226,16 +226,24 @@ mod tests {
             "applied"
         }
 
-        /// Deletes every finished job (a purge with older_than 0), returning how many.
+        /// Deletes every finished job (a purge with older_than 0), returning how many, but a
+        /// redriven job's new job while the failed job it sends again is still there (this
+        /// purge deletes that one; the next deletes the new job).
         fn purge(&mut self) -> i64 {
             let finished = |job: &Job| matches!(job.status, "sent" | "failed" | "cancelled");
+            let kept: Vec<i64> = self
+                .redriven
+                .iter()
+                .filter(|(failed, _)| self.jobs.iter().any(|job| job.id == **failed))
+                .map(|(_, new)| *new)
+                .collect();
             let gone: Vec<i64> = self
                 .jobs
                 .iter()
-                .filter(|j| finished(j))
+                .filter(|j| finished(j) && !kept.contains(&j.id))
                 .map(|j| j.id)
                 .collect();
-            self.jobs.retain(|job| !finished(job));
+            self.jobs.retain(|job| !gone.contains(&job.id));
             self.keys.retain(|_, id| !gone.contains(id));
             self.redriven.retain(|failed, _| !gone.contains(failed));
             gone.len() as i64
