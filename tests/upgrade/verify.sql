@@ -90,6 +90,9 @@ SELECT pg_temp.expect(sendjobs_cancel(:redriven) = 'applied', 'the redriven job 
 SELECT pg_temp.expect(kind = 'cancelled' AND queue = 'default', 'its cancelled event')
   FROM send_job_events WHERE job_id = :redriven;
 SELECT pg_temp.expect(sendjobs_purge('0 seconds', 100000) > 0, 'finished jobs are purged');
+-- The redriven job's new job stays while the failed job it sends again is there (0.2.1):
+-- the purge that deleted the failed one leaves it to the next.
+SELECT pg_temp.expect(sendjobs_purge('0 seconds', 100000) = 1, 'the redrive''s new job goes with the next purge');
 SELECT pg_temp.expect(count(*) = 0, 'no finished job is left')
   FROM send_jobs WHERE status IN ('sent', 'failed', 'cancelled');
 SELECT pg_temp.expect(count(*) = 0, 'no event is left') FROM send_job_events;
