@@ -28,14 +28,17 @@ sql -d upgrade -f tests/upgrade/window.sql -o /dev/null
 log "in the upgrade window, a role with no privilege gets 42501 and the old catalog's functions work"
 sleep 3
 sql -d upgrade -c "ALTER EXTENSION sendjobs UPDATE"
-if sql -d referenced -c "ALTER EXTENSION sendjobs UPDATE" 2>"$SENDJOBS_CLUSTER_DIR/referenced.err" \
+# (From 0.1.0 only: that update moves the finished jobs out of send_jobs; later ones move none.)
+if [ "$from" != 0.1.0 ]; then
+  sql -d referenced -c "ALTER EXTENSION sendjobs UPDATE"
+elif sql -d referenced -c "ALTER EXTENSION sendjobs UPDATE" 2>"$SENDJOBS_CLUSTER_DIR/referenced.err" \
    || ! grep -q 'foreign keys reference: receipts (receipts_job_id_fkey)' "$SENDJOBS_CLUSTER_DIR/referenced.err" \
    || [ "$(sql -d referenced -Atc "SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")" = "$SENDJOBS_VERSION" ]; then
   cat "$SENDJOBS_CLUSTER_DIR/referenced.err"
   echo "upgrade: a foreign key to send_jobs did not stop the update" >&2
   exit 1
 fi
-log "a foreign key to send_jobs stops the update: $(grep -o 'foreign keys reference: .*' "$SENDJOBS_CLUSTER_DIR/referenced.err")"
+[ "$from" = 0.1.0 ] && log "a foreign key to send_jobs stops the update: $(grep -o 'foreign keys reference: .*' "$SENDJOBS_CLUSTER_DIR/referenced.err")"
 # From 0.1.0, a call that waited for the update's lock runs 0.1.0's statement, prepared
 # for the 0.1.0 catalog, on the new one, and fails once (docs/operations.md, Upgrading):
 # a claim (42804: the update adds a column to send_jobs, and Postgres checks a
