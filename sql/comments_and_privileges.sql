@@ -117,6 +117,7 @@ COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.status_column IS 'Its st
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_sent IS 'The status a sent job gives its business row.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_failed IS 'The status a failed job gives its business row.';
 COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.on_redrive IS 'The status sendjobs_redrive gives the business row of a job it sends again.';
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.linked_by IS 'The role that linked the table: the stamps run as it, restricted, whoever finalizes (for a link made before 0.2.1, the table''s owner).';
 
 -- sendjobs_queues
 COMMENT ON TABLE @extschema@.sendjobs_queues IS

@@ -136,7 +136,9 @@ CREATE TABLE @extschema@.sendjobs_transaction_link (
     status_column name     NOT NULL,
     on_sent       text     NOT NULL,
     on_failed     text     NOT NULL,
-    on_redrive    text     NOT NULL
+    on_redrive    text     NOT NULL,
+    -- Who linked it: the stamps run as this role (src/link.rs).
+    linked_by     regrole  NOT NULL
 );
 
 -- Per-queue settings (sendjobs_notify). A queue without a row has every default.

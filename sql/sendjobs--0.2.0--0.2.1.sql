@@ -5,12 +5,14 @@
 --    its own catalog. Every C function of the extension moves to sendjobs-0.2.1 here.
 --  * The install and update scripts resolve every operator and function in pg_catalog,
 --    whatever the extension's schema holds (tests/pg_regress/sql/install.sql plants them).
+--  * The business-row stamp runs as the role that linked the table, restricted, with the
+--    search_path of the table's types, no longer as the caller with the caller's path
+--    (sendjobs_transaction_link.linked_by; a link made before is the table owner's).
 --  * The rest is in the library: linking needs the linker's own rights on the linked
 --    columns; run_at and retry_at must be finite and sendjobs_stats survives a job due at
 --    -infinity; a purge keeps a redriven job's new job while the failed one is kept, and
 --    refuses a cutoff later than now; a redrive of many jobs plans for their number;
---    queue names are at most 128 bytes; a role that holds no level after a revoke loses
---    the USAGE on the schema that sendjobs_grant gave.
+--    queue names are at most 128 bytes (enqueue, wake-ups on).
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.2.1'" to load this file. \quit
 
 -- Every C function of the extension, rebound to this release's library: its definition
@@ -44,3 +46,12 @@ BEGIN
         EXECUTE rebound;
     END LOOP;
 END $$;
+
+-- Stamps run as the role that linked the table; a link made before 0.2.1 did not record
+-- it, and becomes the table owner's, who may do all a stamp does.
+ALTER TABLE @extschema@.sendjobs_transaction_link ADD COLUMN linked_by regrole;
+UPDATE @extschema@.sendjobs_transaction_link AS link
+   SET linked_by = (SELECT c.relowner FROM pg_catalog.pg_class AS c
+                     WHERE c.oid OPERATOR(pg_catalog.=) link.tbl::pg_catalog.oid)::pg_catalog.regrole;
+ALTER TABLE @extschema@.sendjobs_transaction_link ALTER COLUMN linked_by SET NOT NULL;
+COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.linked_by IS 'The role that linked the table: the stamps run as it, restricted, whoever finalizes (for a link made before 0.2.1, the table''s owner).';

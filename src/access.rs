@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::spi_plans::{execute, extension_schema, first_value, owner_scope, plan, select, within};
 use crate::sql_types::SqlRole;
-use crate::statements::{ACCESS_LEVEL, ACCESS_REMAINING};
+use crate::statements::ACCESS_LEVEL;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Change {
@@ -60,8 +60,10 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
         let schema = extension_schema(client)?;
         let mut statements = Vec::with_capacity(privileges.len() + 1);
         if change == Change::Grant {
-            // Calling the functions needs USAGE on their schema; a revoke takes it only
-            // once the role holds no level (below).
+            // Calling the functions needs USAGE on their schema. A revoke leaves it: it
+            // grants nothing by itself (every function needs EXECUTE, every table SELECT),
+            // and the schema's owner cannot tell it from a USAGE granted for other reasons
+            // (the extension often lives in public): docs/reference.md, sendjobs_revoke.
             statements.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role_name}"));
         }
         statements.extend(
@@ -79,17 +81,6 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
             within(owner, || {
                 Ok(client.update(statement.as_str(), None, &[])?)
             })?;
-        }
-        if change == Change::Revoke {
-            let remaining = first_value::<bool>(select(
-                client,
-                &ACCESS_REMAINING,
-                &[role.0.into(), schema.as_str().into()],
-            )?)?;
-            if remaining == Some(false) {
-                let usage = format!("REVOKE USAGE ON SCHEMA {schema} FROM {role_name}");
-                within(owner, || Ok(client.update(usage.as_str(), None, &[])?))?;
-            }
         }
         Ok(())
     })

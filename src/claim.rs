@@ -8,7 +8,7 @@ use pgrx::spi::SpiClient;
 
 use crate::clock::wall_clock;
 use crate::config;
-use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
+use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::link::{Stamp, TransactionLink};
 use crate::spi_plans::{execute, plan};
 use crate::statements::{CLAIM_ANY_QUEUE, CLAIM_ONE_QUEUE, UNSTAMPED_NOTE};
@@ -36,7 +36,6 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         return Err(SendJobsError::BatchOutOfRange { got: batch, max });
     }
     let lease = lease_or_default(lease)?;
-    let queue = queue.map(queue_name).transpose()?;
     let now = wall_clock();
 
     Spi::connect_mut(|client| {

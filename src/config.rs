@@ -9,7 +9,10 @@
 //! 0001-a-library-per-release.md), and a backend that served a database before its
 //! `ALTER EXTENSION sendjobs UPDATE` has the older library loaded too. Postgres lets one
 //! library define a setting: a setting the older one defined first stays its, and this
-//! library reads it by name (`Defined::Elsewhere`), so both read the same value.
+//! library reads it by name (`elsewhere`), so both read the same value. But for the limits
+//! only a superuser may set: 0.1.0 let anyone set `max_batch` and `guard_action`, so what
+//! a session set under an older library is taken only where it is stricter than this
+//! library's default (`limit`), until the session reconnects and loads this one first.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,6 +91,15 @@ fn int(index: usize, setting: &GucSetting<i32>) -> i32 {
     elsewhere(index)
         .and_then(|value| value.parse().ok())
         .unwrap_or_else(|| setting.get())
+}
+
+/// A superuser-only limit: as `int`, but a value defined elsewhere counts only as far as
+/// it is stricter than this library's default (`stricter` picks the stricter of two).
+fn limit(index: usize, setting: &GucSetting<i32>, stricter: fn(i32, i32) -> i32) -> i32 {
+    match elsewhere(index).and_then(|value| value.parse().ok()) {
+        Some(value) => stricter(value, setting.get()),
+        None => setting.get(),
+    }
 }
 
 fn define_ms(
@@ -203,13 +215,14 @@ pub fn default_lease_ms() -> i32 {
 }
 
 pub fn max_batch() -> i32 {
-    int(3, &MAX_BATCH)
+    limit(3, &MAX_BATCH, std::cmp::min)
 }
 
 pub fn guard_action() -> GuardAction {
+    // As a limit: `error` is the stricter; a value this library does not know fails closed.
     match elsewhere(4).as_deref() {
-        Some("error") => GuardAction::Error,
-        Some(_) => GuardAction::Skip,
+        Some("skip") => GUARD_ACTION.get(),
+        Some(_) => GuardAction::Error,
         None => GUARD_ACTION.get(),
     }
 }
@@ -227,9 +240,9 @@ pub fn default_max_attempts() -> i32 {
 }
 
 pub fn max_lease_ms() -> i32 {
-    int(2, &MAX_LEASE_MS)
+    limit(2, &MAX_LEASE_MS, std::cmp::min)
 }
 
 pub fn min_lease_ms() -> i32 {
-    int(1, &MIN_LEASE_MS)
+    limit(1, &MIN_LEASE_MS, std::cmp::max)
 }

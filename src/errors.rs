@@ -54,6 +54,10 @@ pub enum SendJobsError {
     #[error("sendjobs: permission denied: {0}")]
     PermissionDenied(String),
 
+    /// 42704 undefined_object: the role that linked the business table was dropped
+    #[error("sendjobs: the role that linked {0} no longer exists")]
+    LinkerGone(String),
+
     /// 42809 wrong_object_type
     #[error("sendjobs: {0} is not a table")]
     NotATable(String),
@@ -99,6 +103,7 @@ impl SendJobsError {
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
             Self::PermissionDenied(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
+            Self::LinkerGone(_) => ERRCODE_UNDEFINED_OBJECT,
             Self::TerminalTransition { .. } => ERRCODE_CHECK_VIOLATION,
             Self::TriggerMisuse(_) => ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             Self::Internal(_) | Self::Spi(_) => ERRCODE_INTERNAL_ERROR,
@@ -117,6 +122,10 @@ impl SendJobsError {
             Self::CatalogVersion(_) => Some(
                 "Each release's functions use its own library (sendjobs-<version>): run \
                  ALTER EXTENSION sendjobs UPDATE, or call the functions its catalog defines.",
+            ),
+            Self::LinkerGone(_) => Some(
+                "Stamps run as the role that linked the table: link it again \
+                 (sendjobs_link_transactions) as a role that may update it.",
             ),
             Self::OrphanKey { .. } => Some(
                 "Delete finished jobs with sendjobs_purge, which frees their keys; a job \

@@ -8,7 +8,7 @@ use pgrx::PgRelation;
 use crate::catalog::{column_type, require_table, table_display};
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::spi_plans::{
-    execute, extension_schema, plan, plan_in_callers_path, select, within, Scope,
+    execute, extension_schema, plan, plan_as_linker, select, within_path, Planning, Scope,
 };
 use crate::sql_types::SqlName;
 use crate::statements::{LINK_CURRENT, LINK_RIGHTS, LINK_SAVE, LINK_UNLINK};
@@ -104,8 +104,11 @@ fn link_transactions(
                 pg_sys::TEXTOID.into(),
                 pg_sys::TEXTOID.into(),
                 pg_sys::TEXTOID.into(),
+                pg_sys::OIDOID.into(),
             ],
         )?;
+        // SAFETY: the role this function runs as, the caller (we are not SECURITY DEFINER).
+        let linker = unsafe { pg_sys::GetUserId() };
         execute(
             client,
             &save,
@@ -116,6 +119,7 @@ fn link_transactions(
                 on_sent.into(),
                 on_failed.into(),
                 on_redrive.into(),
+                linker.into(),
             ],
         )?;
         Ok(())
@@ -154,12 +158,17 @@ impl Stamp {
     }
 }
 
-/// The current link, ready to stamp business rows.
+/// The current link, ready to stamp business rows. Everything that runs the linked table's
+/// code (the stamp, which fires its triggers; the key check, which runs its key type's
+/// input and a domain's CHECK) runs as the role that linked it, restricted, with the
+/// search_path of the table's types (sql/statements/link_current.sql): linking lends no
+/// one's rights to anyone (tests/pg_regress/sql/security.sql).
 pub struct TransactionLink {
-    /// Prepared only when a row is stamped: preparing it needs the caller's access to the
-    /// business table, which a producer (who only has its keys checked) need not have.
+    /// Prepared only when a row is stamped.
     stamp_sql: String,
     key_check: std::rc::Rc<pgrx::spi::OwnedPreparedStatement>,
+    linker: pg_sys::Oid,
+    path: std::ffi::CString,
     on_sent: String,
     on_failed: String,
     on_redrive: String,
@@ -181,22 +190,44 @@ impl TransactionLink {
         }
         let key_type = link.get::<String>(6)?;
         let on_redrive = link.get::<String>(7)?;
-        let (Some(stamp_sql), Some(on_sent), Some(on_failed), Some(key_type), Some(on_redrive)) =
-            (stamp_sql, on_sent, on_failed, key_type, on_redrive)
+        let linker = link.get::<pg_sys::Oid>(8)?;
+        if link.get::<bool>(9)? != Some(true) {
+            return Err(SendJobsError::LinkerGone(
+                link.get::<String>(4)?.unwrap_or_default(),
+            ));
+        }
+        let path = link.get::<String>(10)?;
+        let (
+            Some(stamp_sql),
+            Some(on_sent),
+            Some(on_failed),
+            Some(key_type),
+            Some(on_redrive),
+            Some(linker),
+            Some(path),
+        ) = (
+            stamp_sql, on_sent, on_failed, key_type, on_redrive, linker, path,
+        )
         else {
             return Err(SendJobsError::Internal(
                 "the transaction link is incomplete".into(),
             ));
         };
+        let path = std::ffi::CString::new(path)
+            .map_err(|_| SendJobsError::Internal("a schema name holds a NUL".into()))?;
         // key_type comes from format_type, which quotes what needs quoting.
-        let key_check = plan(
+        let key_check = plan_as_linker(
             client,
             &format!("SELECT CAST($1 AS {key_type})"),
             &[pg_sys::TEXTOID.into()],
+            linker,
+            &path,
         )?;
         Ok(Some(Self {
             stamp_sql,
             key_check,
+            linker,
+            path,
             on_sent,
             on_failed,
             on_redrive,
@@ -206,9 +237,7 @@ impl TransactionLink {
     /// Refuses a transaction_id that cannot be a key of the linked table (the key type's
     /// own input error, e.g. 22P02): such a job could never stamp its row.
     pub fn check_key(&self, client: &SpiClient<'_>, transaction_id: &str) -> Result<()> {
-        within(Scope::Caller, || {
-            Ok(client.select(&*self.key_check, None, &[transaction_id.into()])?)
-        })?;
+        self.as_linker(|| Ok(client.select(&*self.key_check, None, &[transaction_id.into()])?))?;
         Ok(())
     }
 
@@ -226,16 +255,24 @@ impl TransactionLink {
             Stamp::Failed => &self.on_failed,
             Stamp::Redriven => &self.on_redrive,
         };
-        let stamp = plan_in_callers_path(
+        let stamp = plan_as_linker(
             client,
             &self.stamp_sql,
             &[pg_sys::TEXTOID.into(), pg_sys::TEXTOID.into()],
+            self.linker,
+            &self.path,
         )?;
-        client.update(
-            &*stamp,
-            None,
-            &[value.as_str().into(), transaction_id.into()],
-        )?;
+        self.as_linker(|| {
+            Ok(client.update(
+                &*stamp,
+                None,
+                &[value.as_str().into(), transaction_id.into()],
+            )?)
+        })?;
         Ok(())
+    }
+
+    fn as_linker<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        within_path(Scope::Linker(self.linker), Planning::Generic, &self.path, f)
     }
 }

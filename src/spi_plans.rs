@@ -8,8 +8,10 @@
 //! caller's search_path can stand in for pg_catalog's (tests/pg_regress/sql/security.sql
 //! plants them). The queue statements also run as the extension's owner, the way
 //! Postgres runs its own foreign-key checks: callers need EXECUTE on our functions, and
-//! no privilege on the queue tables. Only the business-row stamp (src/link.rs) runs as
-//! the caller with the caller's search_path, because it fires the caller's triggers.
+//! no privilege on the queue tables. The business-row stamp (src/link.rs) runs as the role
+//! that linked the table, restricted (`Scope::Linker`), with a search_path of the table's
+//! types: the linked table's code (its triggers, its types' functions) runs with the
+//! rights of whoever linked it, never a caller's.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -139,6 +141,10 @@ pub enum Scope {
     /// The extension's owner, with `search_path = pg_catalog, pg_temp`: every statement
     /// on the queue tables.
     Owner(pg_sys::Oid),
+    /// The role that linked the business table, as a security-restricted operation (as
+    /// Postgres runs the code of a table it maintains: no SET ROLE, no session state),
+    /// for the statements that run the linked table's code.
+    Linker(pg_sys::Oid),
 }
 
 /// The scope of the queue statements: the extension's owner.
@@ -185,6 +191,16 @@ pub fn within_planned<R>(
     planning: Planning,
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
+    within_path(scope, planning, c"pg_catalog, pg_temp", f)
+}
+
+/// `within_planned` with `search_path` set to `path` (the stamp's: src/link.rs).
+pub fn within_path<R>(
+    scope: Scope,
+    planning: Planning,
+    path: &CStr,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
     let plan_cache_mode = match planning {
         Planning::Generic => c"force_generic_plan",
         Planning::ForTheValues => c"force_custom_plan",
@@ -195,7 +211,7 @@ pub fn within_planned<R>(
     let nest_level = unsafe {
         let nest_level = pg_sys::NewGUCNestLevel();
         for (name, value) in [
-            (c"search_path", c"pg_catalog, pg_temp"),
+            (c"search_path", path),
             (c"plan_cache_mode", plan_cache_mode),
             (c"max_parallel_workers_per_gather", c"0"),
         ] {
@@ -210,19 +226,24 @@ pub fn within_planned<R>(
                 false,
             );
         }
-        if let Scope::Owner(owner) = scope {
+        let switch = match scope {
+            Scope::Caller => None,
+            Scope::Owner(owner) => Some((owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE)),
+            Scope::Linker(linker) => Some((
+                linker,
+                pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION,
+            )),
+        };
+        if let Some((user, flags)) = switch {
             pg_sys::GetUserIdAndSecContext(&mut caller, &mut context);
-            pg_sys::SetUserIdAndSecContext(
-                owner,
-                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
-            );
+            pg_sys::SetUserIdAndSecContext(user, context | flags as i32);
         }
         nest_level
     };
     let result = f();
     // SAFETY: restores exactly what was changed above.
     unsafe {
-        if let Scope::Owner(_) = scope {
+        if scope != Scope::Caller {
             pg_sys::SetUserIdAndSecContext(caller, context);
         }
         pg_sys::AtEOXact_GUC(true, nest_level);
@@ -237,24 +258,26 @@ pub fn plan(
     sql: &str,
     args: &[PgOid],
 ) -> Result<Rc<OwnedPreparedStatement>> {
-    keep(client, sql, args, true)
+    keep(client, sql, args, None)
 }
 
-/// `plan` for the business-row stamp alone: prepared with the caller's search_path,
-/// under which it also runs (its operators and triggers are the caller's).
-pub fn plan_in_callers_path(
+/// `plan` for the statements that run the linked table's code (src/link.rs): prepared in
+/// the scope and with the search_path they run in.
+pub fn plan_as_linker(
     client: &SpiClient<'_>,
     sql: &str,
     args: &[PgOid],
+    linker: pg_sys::Oid,
+    path: &CStr,
 ) -> Result<Rc<OwnedPreparedStatement>> {
-    keep(client, sql, args, false)
+    keep(client, sql, args, Some((linker, path)))
 }
 
 fn keep(
     client: &SpiClient<'_>,
     sql: &str,
     args: &[PgOid],
-    pinned: bool,
+    linker: Option<(pg_sys::Oid, &CStr)>,
 ) -> Result<Rc<OwnedPreparedStatement>> {
     let (cached, schema) = with_cache(client, |cache| {
         (cache.plans.get(sql).cloned(), cache.schema.clone())
@@ -265,10 +288,11 @@ fn keep(
     // Prepared outside the cache's borrow: preparing may run code that plans statements too.
     let text = sql.replace("@extschema@", &schema);
     let prepare = || Ok(client.prepare_mut(text.as_str(), args)?.keep());
-    let prepared = Rc::new(if pinned {
-        within(Scope::Caller, prepare)?
-    } else {
-        prepare()?
+    let prepared = Rc::new(match linker {
+        None => within(Scope::Caller, prepare)?,
+        Some((linker, path)) => {
+            within_path(Scope::Linker(linker), Planning::Generic, path, prepare)?
+        }
     });
     with_cache(client, |cache| {
         cache.plans.insert(sql.to_owned(), prepared.clone())

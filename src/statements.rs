@@ -49,7 +49,6 @@ pub static TABLE_KIND: Statement = statement!("table_kind.sql");
 pub static COLUMN_TYPE: Statement = statement!("column_type.sql");
 pub static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
 pub static ACCESS_LEVEL: Statement = statement!("access_level.sql");
-pub static ACCESS_REMAINING: Statement = statement!("access_remaining.sql");
 pub static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
 pub static CANCEL: Statement = statement!("cancel.sql");
 pub static REDRIVE: Statement = statement!("redrive.sql");

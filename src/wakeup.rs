@@ -22,8 +22,13 @@ fn sendjobs_notify(queue: Option<&str>, enabled: Option<bool>) {
 }
 
 fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
-    let queue = queue_name(required(queue, "queue")?)?;
+    let queue = required(queue, "queue")?;
     let enabled = required(enabled, "enabled")?;
+    // Wake-ups carry the queue's name: a name too long for them may not turn them on, and
+    // may still turn them off (a queue named before 0.2.1 limited names).
+    if enabled || queue.is_empty() {
+        queue_name(queue)?;
+    }
     Spi::connect_mut(|client| {
         let save = plan(
             client,

@@ -1,7 +1,11 @@
 -- The current link (src/link.rs), as what stamping needs: the stamp statement, built from
 -- the catalog at each use so a renamed table still works; on_sent and on_failed; the
 -- table's name and a missing column's name (a dropped or renamed column is reported,
--- not ignored); the key column's type (to check a transaction_id at enqueue); on_redrive.
+-- not ignored); the key column's type (to check a transaction_id at enqueue); on_redrive;
+-- the role that linked the table, whether it still exists, and the search_path the stamp
+-- runs with: pg_catalog, then the schemas of the key's and the status's types (where
+-- their operators and casts live), then pg_temp. Never the caller's path: the stamp runs
+-- as the linker, and what a caller's path holds must not run with the linker's rights.
 SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',
            link.tbl, link.status_column,
            pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
@@ -13,7 +17,12 @@ SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 A
        CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
             WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END,
        pg_catalog.format_type(key_col.atttypid, key_col.atttypmod),
-       link.on_redrive
+       link.on_redrive,
+       link.linked_by::pg_catalog.oid,
+       EXISTS (SELECT FROM pg_catalog.pg_roles AS r WHERE r.oid = link.linked_by::pg_catalog.oid),
+       (SELECT pg_catalog.concat_ws(', ', 'pg_catalog', pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(n.nspname), ', '), 'pg_temp')
+          FROM pg_catalog.pg_type AS t JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+         WHERE t.oid IN (key_col.atttypid, status_col.atttypid) AND n.nspname <> 'pg_catalog')
   FROM @extschema@.sendjobs_transaction_link AS link
   LEFT JOIN pg_catalog.pg_attribute AS status_col
          ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column

@@ -26,8 +26,22 @@ sleep 3
 install_package "$SENDJOBS_UPGRADE_PACKAGE"
 sql -d upgrade -f tests/upgrade/window.sql -o /dev/null
 log "in the upgrade window, a role with no privilege gets 42501 and the old catalog's functions work"
+# A session that lives through the update, from 0.1.0 (tests/upgrade/settings_across.py).
+if [ "$from" = 0.1.0 ]; then
+  sql -d upgrade -c "CREATE ROLE window_worker LOGIN"
+  coproc across { /usr/bin/python3 tests/upgrade/settings_across.py 2>&1; }
+  read -r line <&"${across[0]}"; log "a session of the window: $line"
+fi
 sleep 3
 sql -d upgrade -c "ALTER EXTENSION sendjobs UPDATE"
+if [ "$from" = 0.1.0 ]; then
+  sql -d upgrade -c "SELECT sendjobs_grant('window_worker', 'worker')" -o /dev/null
+  echo >&"${across[1]}"
+  read -r line <&"${across[0]}" || true
+  log "$line"
+  wait "$across_PID" || { echo "upgrade: $line" >&2; exit 1; }
+  sql -d upgrade -c "DROP OWNED BY window_worker" -c "DROP ROLE window_worker"
+fi
 # (From 0.1.0 only: that update moves the finished jobs out of send_jobs; later ones move none.)
 if [ "$from" != 0.1.0 ]; then
   sql -d referenced -c "ALTER EXTENSION sendjobs UPDATE"

@@ -356,9 +356,6 @@ SELECT sendjobs_notify('', true);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_notify(repeat('q', 129), true);
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
--- 22023: a claim from a queue whose name no queue can have.
-SELECT * FROM sendjobs_claim(1, queue => repeat('q', 129));
-SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- 22023: a role that is no role ('-' as regrole).
 SELECT sendjobs_grant('-', 'worker');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();

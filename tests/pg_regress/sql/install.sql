@@ -25,13 +25,14 @@ INSERT INTO trap_types VALUES ('oid'), ('regclass'), ('regproc'), ('regrole'),
     ('regnamespace'), ('name'), ('text'), ('"char"'), ('smallint'), ('integer'), ('bigint'),
     ('boolean'), ('timestamptz'), ('interval'), ('jsonb'), ('text[]'), ('anyelement');
 -- Every name the installed scripts call without a schema (a name written after a "." is
--- qualified, and so immune): before a "(", but the extension's own.
+-- qualified, and so immune): before a "(", but the extension's own. The look-behind keeps
+-- matches from overlapping, so a call nested in another's arguments is seen too.
 CREATE TEMP TABLE trap_names AS
-SELECT DISTINCT lower(m[2]) AS name
+SELECT DISTINCT lower(m[1]) AS name
   FROM pg_ls_dir((SELECT setting FROM pg_config WHERE name = 'SHAREDIR') || '/extension') AS f,
        LATERAL pg_read_file((SELECT setting FROM pg_config WHERE name = 'SHAREDIR') || '/extension/' || f) AS script,
-       LATERAL regexp_matches(script, '(^|[^.A-Za-z_0-9"])([A-Za-z_][A-Za-z_0-9]*)\s*\(', 'g') AS m
- WHERE f LIKE 'sendjobs--%.sql' AND lower(m[2]) NOT LIKE 'sendjobs%';
+       LATERAL regexp_matches(script, '(?<![.A-Za-z_0-9"$])([A-Za-z_][A-Za-z_0-9$]*)\s*\(', 'g') AS m
+ WHERE f LIKE 'sendjobs--%.sql' AND lower(m[1]) NOT LIKE 'sendjobs%';
 DO $$
 DECLARE
     op text;
