@@ -39,7 +39,7 @@ if [ "$from" = 0.1.0 ]; then
   echo >&"${across[1]}"
   read -r line <&"${across[0]}" || true
   log "$line"
-  wait "$across_PID" || { echo "upgrade: $line" >&2; exit 1; }
+  wait "$across_PID" || { echo "$line" >&2; exit 1; }
   sql -d upgrade -c "DROP OWNED BY window_worker" -c "DROP ROLE window_worker"
 fi
 # (From 0.1.0 only: that update moves the finished jobs out of send_jobs; later ones move none.)
