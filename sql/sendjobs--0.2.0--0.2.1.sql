@@ -6,7 +6,8 @@
 --  * The install and update scripts resolve every operator and function in pg_catalog,
 --    whatever the extension's schema holds (tests/pg_regress/sql/install.sql plants them).
 --  * The business-row stamp runs as the role that linked the table, restricted, with the
---    search_path of the table's types, no longer as the caller with the caller's path
+--    search_path of the table's schema and its types', no longer as the caller with the
+--    caller's path
 --    (sendjobs_transaction_link.linked_by; a link made before is the table owner's).
 --  * The rest is in the library: linking needs the linker's own rights on the linked
 --    columns; run_at and retry_at must be finite and sendjobs_stats survives a job due at

@@ -161,8 +161,8 @@ impl Stamp {
 /// The current link, ready to stamp business rows. Everything that runs the linked table's
 /// code (the stamp, which fires its triggers; the key check, which runs its key type's
 /// input and a domain's CHECK) runs as the role that linked it, restricted, with the
-/// search_path of the table's types (sql/statements/link_current.sql): linking lends no
-/// one's rights to anyone (tests/pg_regress/sql/security.sql).
+/// search_path of the table's schema and its types' (sql/statements/link_current.sql):
+/// linking lends no one's rights to anyone (tests/pg_regress/sql/security.sql).
 pub struct TransactionLink {
     /// Prepared only when a row is stamped.
     stamp_sql: String,

@@ -3,9 +3,10 @@
 -- table's name and a missing column's name (a dropped or renamed column is reported,
 -- not ignored); the key column's type (to check a transaction_id at enqueue); on_redrive;
 -- the role that linked the table, whether it still exists, and the search_path the stamp
--- runs with: pg_catalog, then the schemas of the key's and the status's types (where
--- their operators and casts live), then pg_temp. Never the caller's path: the stamp runs
--- as the linker, and what a caller's path holds must not run with the linker's rights.
+-- runs with: pg_catalog, the table's schema (where its triggers' own tables usually are),
+-- the schemas of the key's and the status's types (their operators and casts), pg_temp.
+-- Never the caller's path: the stamp runs as the linker, and what a caller's path holds
+-- must not run with the linker's rights.
 SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',
            link.tbl, link.status_column,
            pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
@@ -20,9 +21,15 @@ SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 A
        link.on_redrive,
        link.linked_by::pg_catalog.oid,
        EXISTS (SELECT FROM pg_catalog.pg_roles AS r WHERE r.oid = link.linked_by::pg_catalog.oid),
-       (SELECT pg_catalog.concat_ws(', ', 'pg_catalog', pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(n.nspname), ', '), 'pg_temp')
-          FROM pg_catalog.pg_type AS t JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-         WHERE t.oid IN (key_col.atttypid, status_col.atttypid) AND n.nspname <> 'pg_catalog')
+       (SELECT pg_catalog.concat_ws(', ', 'pg_catalog', pg_catalog.string_agg(pg_catalog.quote_ident(s.nspname), ', ' ORDER BY s.rank), 'pg_temp')
+          FROM (SELECT n.nspname, pg_catalog.min(schemas.rank) AS rank
+                  FROM (VALUES (1, (SELECT c.relnamespace FROM pg_catalog.pg_class AS c WHERE c.oid = link.tbl)),
+                               (2, (SELECT t.typnamespace FROM pg_catalog.pg_type AS t WHERE t.oid = key_col.atttypid)),
+                               (3, (SELECT t.typnamespace FROM pg_catalog.pg_type AS t WHERE t.oid = status_col.atttypid)))
+                       AS schemas (rank, namespace)
+                  JOIN pg_catalog.pg_namespace AS n ON n.oid = schemas.namespace
+                 WHERE n.nspname <> 'pg_catalog'
+                 GROUP BY n.nspname) AS s)
   FROM @extschema@.sendjobs_transaction_link AS link
   LEFT JOIN pg_catalog.pg_attribute AS status_col
          ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column

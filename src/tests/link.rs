@@ -126,8 +126,11 @@ mod tests {
         );
     }
 
+    /// The stamp resolves names with `pg_catalog`, the linked table's schema and its types'
+    /// schemas, never the caller's search_path (a schema the caller put first holds a table
+    /// of the same name, untouched): a user trigger on the table finds its own tables there.
     #[pg_test]
-    fn user_triggers_on_the_linked_table_run_with_the_callers_search_path() {
+    fn user_triggers_on_the_linked_table_resolve_names_in_its_schema_not_the_callers_path() {
         business_table();
         run("CREATE TABLE txn_history (id text, old_status text, new_status text);
              CREATE FUNCTION record_txn() RETURNS trigger LANGUAGE plpgsql AS
@@ -135,7 +138,10 @@ mod tests {
              CREATE TRIGGER history AFTER UPDATE ON txn FOR EACH ROW EXECUTE FUNCTION record_txn();
              SELECT sendjobs_guard_terminal('txn');
              SELECT sendjobs_link_transactions('txn');
-             SELECT sendjobs_enqueue('{}', transaction_id => 't1');");
+             SELECT sendjobs_enqueue('{}', transaction_id => 't1');
+             CREATE SCHEMA callers;
+             CREATE TABLE callers.txn_history (id text, old_status text, new_status text);
+             SET LOCAL search_path = callers, public;");
         let (id, generation) = claim_one("1 minute");
         assert_eq!(
             one::<String>(&format!(
@@ -144,9 +150,10 @@ mod tests {
             "applied"
         );
         assert_eq!(
-            one::<String>("SELECT string_agg(concat_ws(':', id, old_status, new_status), ',') FROM txn_history"),
+            one::<String>("SELECT string_agg(concat_ws(':', id, old_status, new_status), ',') FROM public.txn_history"),
             "t1:pending:success"
         );
+        assert_eq!(one::<i64>("SELECT count(*) FROM callers.txn_history"), 0);
     }
 
     #[pg_test]

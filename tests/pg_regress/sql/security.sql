@@ -144,11 +144,11 @@ SELECT sendjobs_link_transactions('shop.hr_users', 'id', 'status', on_sent => 'f
 SELECT tbl, linked_by FROM sendjobs_transaction_link;
 RESET ROLE;
 -- The stamp runs as the role that linked the table (restricted, with the search_path of
--- the table's types), whoever finalizes: the linked table's code (its triggers here) runs
--- with the linker's rights, never with a worker's (or a superuser's who finalizes), and
--- workers need no privilege on the table. Before 0.2.1 it ran as the finalizing worker,
--- with the worker's search_path: a table's owner who linked it ran its code as every
--- worker.
+-- the table's schema and types), whoever finalizes: the linked table's code (its
+-- triggers here) runs with the linker's rights, never with a worker's (or a superuser's
+-- who finalizes), and workers need no privilege on the table. Before 0.2.1 it ran as the
+-- finalizing worker, with the worker's search_path: a table's owner who linked it ran its
+-- code as every worker.
 REVOKE ALL ON shop.hr_users FROM sj_worker;
 CREATE TABLE shop.stamped_by (who name);
 GRANT INSERT ON shop.stamped_by TO sj_admin;
@@ -284,7 +284,7 @@ RESET ROLE;
 -- reclaimed, the backoff is the configured one. The business table here has an integer
 -- key (before 0.2.1 the business-row stamp ran with the caller's own search_path, where
 -- text = text would have been the caller's planted operator; it now runs with the path
--- of the table's types, and the key could be text as well).
+-- of the table's schema and types, and the key could be text as well).
 CREATE TABLE shop.orders (id int PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
 INSERT INTO shop.orders (id) VALUES (1), (2), (3);
 SELECT sendjobs_enqueue('{}', transaction_id => '1') AS job_3;
