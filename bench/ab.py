@@ -23,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 
 CYCLE = {
     # batch 1: the single finalize, as a worker finishing one job calls it

@@ -28,7 +28,8 @@ except ImportError:   # --dry-run and --help need no database; a run does (main(
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 import sqlgen  # noqa: E402
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 # The installed library of this release (docs/decisions/0001-a-library-per-release.md).

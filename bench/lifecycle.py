@@ -32,7 +32,8 @@ import sys
 import tempfile
 import time
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CYCLE = {

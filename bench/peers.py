@@ -51,7 +51,8 @@ try:
 except ImportError:   # --prepare-only and --report-only do without
     psycopg2 = None
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 CACHE = os.path.join(REPO, "target", "peers-cache")
 ARMS = ["sendjobs", "pgmq-delete", "pgmq-archive", "pg-boss"]
 PEER_OF = {"sendjobs": "sendjobs", "pgmq-delete": "pgmq", "pgmq-archive": "pgmq", "pg-boss": "pgboss"}

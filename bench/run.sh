@@ -64,8 +64,8 @@ fi
 for tool in "$PGBIN/postgres" "$PGBIN/pgbench" "$PGBIN/initdb" "$PGBIN/pg_ctl"; do
   [ -x "$tool" ] || { echo "run.sh: $tool not found" >&2; exit 2; }
 done
-if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
-  echo "run.sh: the sendjobs extension is not installed into PostgreSQL 15 (cargo pgrx install)" >&2
+if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control" ]; then
+  echo "run.sh: the sendjobs extension is not installed into PostgreSQL $SENDJOBS_PG (scripts/lib.sh install_extension)" >&2
   exit 2
 fi
 # Fail on a bad option before creating anything.

@@ -4,7 +4,19 @@
 # `source scripts/lib.sh`. Each caller writes its own cleanup function; these only
 # cover what every one of them needs the same way.
 
-PGBIN=/usr/lib/postgresql/15/bin
+# The PostgreSQL major the scripts run on: SENDJOBS_PG, else the default of
+# scripts/postgres-majors (18); its prefix is there too (15 is Debian's own).
+_majors="$(dirname "${BASH_SOURCE[0]}")/postgres-majors"
+all_majors() { awk '!/^#/ && $1 != "default" {print $1}' "$_majors"; }
+default_major() { awk '$1 == "default" {print $2}' "$_majors"; }
+SENDJOBS_PG=${SENDJOBS_PG:-$(default_major)}
+PG_PREFIX=$(awk -v major="$SENDJOBS_PG" '!/^#/ && $1 == major {print $4}' "$_majors")
+if [ -z "$PG_PREFIX" ]; then
+  echo "lib.sh: PostgreSQL $SENDJOBS_PG is not one of scripts/postgres-majors ($(all_majors | tr '\n' ' '))" >&2
+  exit 2
+fi
+export SENDJOBS_PG
+PGBIN="$PG_PREFIX/bin"
 PG_CONFIG="$PGBIN/pg_config"
 
 is_root() { [ "$(id -u)" = 0 ]; }
@@ -44,9 +56,9 @@ as_owner() {
   fi
 }
 
-# apt packages and cargo-pgrx (scripts/setup.sh), then the extension built with the
-# release profile and installed into the system PostgreSQL 15 (by renames: see
-# install_package).
+# apt packages, the PostgreSQL majors and cargo-pgrx (scripts/setup.sh), then the
+# extension built with the release profile and installed into the PostgreSQL of
+# SENDJOBS_PG (by renames: see install_package).
 install_extension() {
   bash scripts/setup.sh
   rm -rf target/release-package
@@ -64,7 +76,7 @@ package_extension() {
   cargo pgrx package "${flags[@]}" --pg-config "$PG_CONFIG" --out-dir "$outdir" >/dev/null
 }
 
-# Installs a package folder into the system PostgreSQL 15, each file by a rename: a
+# Installs a package folder into the PostgreSQL it was built for, each file by a rename: a
 # server that has the old library loaded keeps running it (overwriting a loaded .so in
 # place crashes those backends), and new backends load the new one.
 install_package() {

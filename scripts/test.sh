@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Runs every test of sendjobs, each against its own throwaway cluster:
-#   1. cargo fmt --check and cargo clippy -D warnings;
-#   2. the in-database pgrx tests, with the model-based test (cargo pgrx test);
-#   3. the upgrade test (tests/upgrade): a database of the previous release, upgraded
-#      while a worker runs, then the SQL suites on an extension created through the
-#      upgrade path;
-#   4. the SQL suites on a fresh install (scripts/test-sql.sh: pg_regress and isolation),
-#      and the SQL reference's examples (tests/reference/check.py);
-#   5. the short chaos soak and the failover soak (scripts/soak.sh);
-#   6. the workers (workers/): the Python and TypeScript ones, directly and through
-#      PgBouncer; the Rust crate's tests; each against a throwaway cluster.
+# Runs every test of sendjobs, each against its own throwaway cluster, on every supported
+# PostgreSQL major (scripts/postgres-majors: 15, 16, 17 and 18):
+#   1. cargo fmt --check, and cargo clippy -D warnings for each major;
+#   2. on each major but the default: the in-database pgrx tests with the model-based test
+#      (cargo pgrx test), and the SQL suites (scripts/test-sql.sh: pg_regress, the attack
+#      suite among them, and the isolation specs) on a fresh install;
+#   3. on 15 also the upgrade test (tests/upgrade): databases of the earlier releases,
+#      which were built for 15 only, upgraded while a worker runs, then the SQL suites on
+#      an extension created through the upgrade path;
+#   4. on the default major (18) everything: the pgrx tests, the SQL suites, the SQL
+#      reference's examples (tests/reference/check.py), the short chaos soak and the
+#      failover soak (scripts/soak.sh), and the workers (workers/): the Python and
+#      TypeScript ones, directly and through PgBouncer, and the Rust crate's tests.
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,30 +21,45 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 log=$(mktemp /tmp/sendjobs-test-log.XXXXXX)
 pgrx_data=$(mktemp -u /tmp/sendjobs-pgrx-test.XXXXXX)   # created by the postgres user
-cleanup() { rm -rf "$pgrx_data" "$log" 2>/dev/null || sudo rm -rf "$pgrx_data"; }
+cleanup() { rm -rf "$pgrx_data"-* "$log" 2>/dev/null || sudo rm -rf "$pgrx_data"-*; }
 trap cleanup EXIT
+default=$(default_major)
+others=$(all_majors | grep -vx "$default" | tr '\n' ' ')
+started=$SECONDS
+took() { echo "== took $((SECONDS - started)) s so far"; }
 
 echo "== format and lints =="
 cargo fmt --check
-cargo clippy --all-targets --features "pg15 pg_test" -- -D warnings
+for major in $(all_majors); do
+  cargo clippy --all-targets --no-default-features --features "pg$major pg_test" -- -D warnings
+done
 cargo clippy -p sendjobs-worker --all-targets -- -D warnings
 
-echo "== pgrx tests (cargo pgrx test) =="
-cargo pgrx test pg15 --runas postgres --pgdata "$pgrx_data" 2>&1 | tee -a "$log"
+# pgrx tests (each major's own cluster), then the extension as users install it (no test
+# schema), as a package, installed by renames into that major's PostgreSQL.
+pgrx_tests() {
+  echo "== PostgreSQL $1: pgrx tests (cargo pgrx test pg$1) =="
+  cargo pgrx test "pg$1" --runas postgres --pgdata "$pgrx_data-$1" 2>&1 | tee -a "$log"
+  echo "== PostgreSQL $1: building and installing the extension package =="
+  local package=target/test-package-$1
+  rm -rf "$package"
+  SENDJOBS_PG=$1 bash -c 'source scripts/lib.sh && package_extension "$0" debug && install_package "$0"' "$package"
+}
 
-# The extension as users install it (no test schema), as a package: the upgrade test
-# installs it by renames while a server runs.
-echo "== building the extension package =="
-package=target/test-package
-rm -rf "$package"
-package_extension "$package" debug
-install_package "$package"
+for major in $others; do
+  pgrx_tests "$major"
+  if [ "$major" = 15 ]; then
+    echo "== PostgreSQL 15: upgrade test (the earlier releases were built for 15 only) =="
+    SENDJOBS_PG=15 bash tests/upgrade/upgrade.sh target/test-package-15 2>&1 | tee -a "$log"
+  fi
+  echo "== PostgreSQL $major: SQL regression tests and isolation specs =="
+  SENDJOBS_PG=$major bash scripts/test-sql.sh "PostgreSQL $major, fresh install" 2>&1 | tee -a "$log"
+  took
+done
 
-echo "== upgrade test =="
-bash tests/upgrade/upgrade.sh "$package" 2>&1 | tee -a "$log"
-
-echo "== SQL regression tests and isolation specs =="
-bash scripts/test-sql.sh "fresh install" 2>&1 | tee -a "$log"
+echo "== PostgreSQL $default (the default): everything =="
+pgrx_tests "$default"
+bash scripts/test-sql.sh "PostgreSQL $default, fresh install" 2>&1 | tee -a "$log"
 
 echo "== the SQL reference (docs/reference.md: every example run, nothing missing) =="
 python3 tests/cluster.py run --name sendjobs-reference -- /usr/bin/python3 tests/reference/check.py 2>&1 | tee -a "$log"
@@ -50,6 +67,7 @@ python3 tests/cluster.py run --name sendjobs-reference -- /usr/bin/python3 tests
 echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
+took
 
 # The Rust worker's tests need a server: built first, then run against a throwaway
 # cluster (its own database per test) with the package installed above, and some of them
@@ -64,12 +82,15 @@ echo "== the Rust worker (workers/rust/) =="
 python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
   'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-worker -- --include-ignored --skip a_worker_connects_over_tls --skip a_tls_worker_refuses_a_server_without_tls' \
   2>&1 | tee -a "$log"
+took
 
-# One closing line for the whole run: tests that passed across the suites (the upgrade
-# scenario and each soak count as one test; a failing one has already stopped the script).
+# One closing line for the whole run: tests that passed across the suites and majors (the
+# upgrade scenarios and each soak count as one test; a failing one has already stopped
+# the script).
 pgrx_passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests passed.*/\1 \2/p' "$log" | awk '{s += $1 + $2} END {print s + 0}')
 workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer|wakeup):' "$log" || true)
 rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
-echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + 3)) passed, 0 failed"
+upgrades_passed=$(grep -cE 'the restored database keeps every job' "$log" || true)
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + upgrades_passed + 2)) passed, 0 failed"

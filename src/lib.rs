@@ -18,6 +18,7 @@ mod finalize;
 mod guard;
 mod job_state;
 mod link;
+mod majors;
 mod purge;
 mod redrive;
 mod spi_plans;

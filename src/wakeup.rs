@@ -55,8 +55,10 @@ thread_local! {
 }
 
 fn current_transaction() -> (pg_sys::LocalTransactionId, pg_sys::SubTransactionId) {
-    // SAFETY: MyProc is set for every backend that runs SQL.
-    unsafe { ((*pg_sys::MyProc).lxid, pg_sys::GetCurrentSubTransactionId()) }
+    // SAFETY: reads the current subtransaction's id.
+    (crate::majors::local_transaction_id(), unsafe {
+        pg_sys::GetCurrentSubTransactionId()
+    })
 }
 
 /// After a job was enqueued into `queue`: the first time in this (sub)transaction, look

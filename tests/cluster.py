@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The one throwaway-cluster helper: the demo, the SQL tests, the upgrade test, the soak
-and the benchmark all start their PostgreSQL 15 clusters through it.
+and the benchmark all start their PostgreSQL clusters through it (the major of SENDJOBS_PG,
+18 by default: scripts/postgres-majors).
 
 As a library (`from cluster import Cluster, Workdir`): the soak drives clusters itself
 (crashes, restarts, a standby to promote). As a command, it wraps another one:
@@ -23,7 +24,22 @@ import subprocess
 import sys
 import tempfile
 
-PGBIN = "/usr/lib/postgresql/15/bin"
+def _pgbin():
+    """The bin folder of the PostgreSQL major to run: SENDJOBS_PG, else the default of
+    scripts/postgres-majors (the one list of majors; scripts/lib.sh reads it too)."""
+    rows = {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "postgres-majors")) as f:
+        for line in f:
+            fields = line.split()
+            if fields and not fields[0].startswith("#"):
+                rows[fields[0]] = fields
+    major = os.environ.get("SENDJOBS_PG") or rows["default"][1]
+    if major not in rows or major == "default":
+        raise SystemExit(f"cluster.py: PostgreSQL {major} is not one of scripts/postgres-majors")
+    return os.path.join(rows[major][3], "bin")
+
+
+PGBIN = _pgbin()
 IS_ROOT = os.geteuid() == 0
 
 # Every cluster: loopback only, and the settings that make crash recovery real (a commit

@@ -9,7 +9,9 @@ RESET client_min_messages;
 CREATE EXTENSION sendjobs;
 
 -- Objects of the extension without a comment: none. (Sequences, keys and constraints
--- other than the row rule are named after what they serve.)
+-- other than the row rule are named after what they serve. From PostgreSQL 18 on, a
+-- table's row type and its array type are members of the extension too: described by
+-- their table, they are left out here.)
 WITH members AS (
     SELECT classid, objid FROM pg_depend
      WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
@@ -18,8 +20,10 @@ WITH members AS (
 SELECT pg_describe_object(m.classid, m.objid, 0) AS without_comment
   FROM members m
   LEFT JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+  LEFT JOIN pg_type t ON m.classid = 'pg_type'::regclass AND t.oid = m.objid
  WHERE obj_description(m.objid, (SELECT relname FROM pg_class WHERE oid = m.classid)) IS NULL
    AND coalesce(c.relkind, '-') <> 'S'
+   AND NOT coalesce(t.typrelid <> 0 OR EXISTS (SELECT FROM pg_type e WHERE e.oid = t.typelem AND e.typrelid <> 0), false)
 UNION ALL
 SELECT format('column %s.%s', a.attrelid::regclass, a.attname)
   FROM members m

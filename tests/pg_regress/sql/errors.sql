@@ -243,12 +243,16 @@ SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- Settings
 -------------------------------------------------------------------------------------
 
--- The settings refuse values out of their range (22023), like any other setting.
+-- The settings refuse values out of their range (22023), like any other setting. (The
+-- message of a range error names the units from PostgreSQL 18 on, "0 ms .. 2147483647 ms":
+-- the SQLSTATE alone is shown for it.)
 SET sendjobs.guard_action = 'ignore';
 SELECT :'SQLSTATE' AS sqlstate;
 SET sendjobs.max_batch = 0;
 SELECT :'SQLSTATE' AS sqlstate;
+\set VERBOSITY sqlstate
 SET sendjobs.default_lease = -1;
+\set VERBOSITY default
 SELECT :'SQLSTATE' AS sqlstate;
 SET sendjobs.default_max_attempts = 0;
 SELECT :'SQLSTATE' AS sqlstate;

@@ -349,7 +349,9 @@ RESET sendjobs.default_lease;
 RESET sendjobs.retry_backoff_base;
 -- Bad values and misspelled names fail at SET time (the library is loaded here).
 SET sendjobs.guard_action = 'bogus';      -- 22023
-SET sendjobs.default_lease = '-1s';       -- 22023
+\set VERBOSITY sqlstate
+SET sendjobs.default_lease = '-1s';       -- 22023 (18's message names the units: errors.sql)
+\set VERBOSITY default
 SET sendjobs.max_batch = 0;               -- 22023
 SET sendjobs.defualt_lease = '1s';        -- 42602: the prefix is reserved
 -- An operator's floor on leases: shorter ones are refused, also by default.
