@@ -7,10 +7,11 @@
 # The PostgreSQL major the scripts run on: SENDJOBS_PG, else the default of
 # scripts/postgres-majors (18); its prefix is there too (15 is Debian's own).
 _majors="$(dirname "${BASH_SOURCE[0]}")/postgres-majors"
-all_majors() { awk '!/^#/ && $1 != "default" {print $1}' "$_majors"; }
+all_majors() { awk '!/^#/ && $1 ~ /^[0-9]+$/ {print $1}' "$_majors"; }
 default_major() { awk '$1 == "default" {print $2}' "$_majors"; }
+major_prefix() { awk -v major="$1" '!/^#/ && $1 == major {print $4}' "$_majors"; }
 SENDJOBS_PG=${SENDJOBS_PG:-$(default_major)}
-PG_PREFIX=$(awk -v major="$SENDJOBS_PG" '!/^#/ && $1 == major {print $4}' "$_majors")
+PG_PREFIX=$(major_prefix "$SENDJOBS_PG")
 if [ -z "$PG_PREFIX" ]; then
   echo "lib.sh: PostgreSQL $SENDJOBS_PG is not one of scripts/postgres-majors ($(all_majors | tr '\n' ' '))" >&2
   exit 2

