@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sendjobs benchmark suite: E (the extension) vs S (the same SQL, client-prepared)
 # vs P (the same logic in PL/pgSQL) vs F (the floor), with pgbench, on a throwaway
-# PostgreSQL 15 cluster (tests/cluster.py: created under /tmp, always removed).
+# PostgreSQL cluster of the major of SENDJOBS_PG, 18 by default (tests/cluster.py: created
+# under /tmp, always removed).
 #
 #   bash bench/run.sh              # the full grid (about 55 minutes; run it on a quiet machine)
 #   bash bench/run.sh --quick      # a tiny grid with 2-second runs (a few minutes), for development
@@ -9,7 +10,7 @@
 #
 # Writes BENCHMARKS.md (repo root), bench/plots/*.png and the raw data under
 # bench/results/<full|quick>/ (runs.csv, meta.json, sql/). It first builds the extension
-# with the release profile and installs it into the system PostgreSQL 15 (after
+# with the release profile and installs it into that PostgreSQL (after
 # scripts/setup.sh); SENDJOBS_SKIP_INSTALL=1 measures the one already installed.
 # Options for this wrapper (everything else goes to bench/bench.py):
 #   --report PATH    the report to write       (default: BENCHMARKS.md)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sendjobs demo, end to end: build and install the extension into the system
-# PostgreSQL 15, then run the demo (the package tests/soak/, as `python3 -m soak.demo`:
+# The sendjobs demo, end to end: build and install the extension into PostgreSQL 18 (or
+# the major of SENDJOBS_PG: scripts/postgres-majors), then run the demo (the package tests/soak/, as `python3 -m soak.demo`:
 # workers, a stand-in partner, faults, invariant checks) against a throwaway cluster
 # under /tmp that tests/cluster.py starts, and stops and removes whatever happened.
 # Exits with the demo's exit code (0 = every invariant held).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sendjobs chaos soak, end to end: build and install the extension into the system
-# PostgreSQL 15 (like demo.sh), then run the soak (the package tests/soak/, as
+# The sendjobs chaos soak, end to end: build and install the extension into PostgreSQL 18
+# or the major of SENDJOBS_PG (like demo.sh), then run the soak (the package tests/soak/, as
 # `python3 -m soak.soak`) in a fresh folder under /tmp, where it makes its own cluster(s)
 # with tests/cluster.py, injects faults (backend terminations during claim, send and
 # finalize; worker kills and pauses; `pg_ctl -m immediate` crashes; or a failover to a

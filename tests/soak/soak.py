@@ -1,6 +1,6 @@
 """The sendjobs chaos soak: workers, faults, server crashes or a failover, then proof.
 
-It makes its own PostgreSQL 15 cluster(s) under --workdir with tests/cluster.py (fsync
+It makes its own PostgreSQL cluster(s) (SENDJOBS_PG, 18 by default) under --workdir with tests/cluster.py (fsync
 and synchronous_commit on, so crash recovery is real), creates the extension there,
 and runs:
 
