@@ -1,14 +1,6 @@
 -- After pg_upgrade to the newer major (tests/upgrade/major.sh): the work goes on with the
 -- generations of before. Each check raises an error when it does not hold.
-\set ON_ERROR_STOP on
-\set SHOW_CONTEXT never
-SET client_min_messages = error;
-CREATE FUNCTION pg_temp.expect(ok boolean, what text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    IF ok IS NOT TRUE THEN
-        RAISE EXCEPTION 'pg_upgrade: % does not hold', what;
-    END IF;
-END $$;
+\ir expect.sql
 SELECT pg_temp.expect(current_setting('server_version_num')::int / 10000 = :major, 'the server is the new major');
 -- The claim made before the upgrade still holds job 5: its finalize applies and stamps.
 SELECT pg_temp.expect(sendjobs_finalize(5, 1, 'sent') = 'applied', 'the pre-upgrade claim of job 5 finalizes');

@@ -1,15 +1,7 @@
 -- After the upgrade: the database populate.sql filled at the previous release, and the
 -- jobs the worker ran through the upgrade, under the new release. Each check raises an
 -- error (and so fails the test) when it does not hold.
-\set ON_ERROR_STOP on
-\set SHOW_CONTEXT never
-SET client_min_messages = error;
-CREATE FUNCTION pg_temp.expect(ok boolean, what text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    IF ok IS NOT TRUE THEN
-        RAISE EXCEPTION 'upgrade: % does not hold', what;
-    END IF;
-END $$;
+\ir expect.sql
 
 SELECT pg_temp.expect(extversion = :'version', 'the extension is at the new version')
   FROM pg_extension WHERE extname = 'sendjobs';
