@@ -169,14 +169,14 @@ pub fn init() {
     }
     if ours(c"sendjobs.guard_action") {
         GucRegistry::define_enum_guc(
-        c"sendjobs.guard_action",
-        c"What the terminal guard does with a refused transition: skip (WARNING) or error (SQLSTATE 23514); superuser only.",
-        c"skip leaves the row as it was and lets the statement go on; error fails the \
-           statement, and so a finalize whose business-row stamp is refused.",
-        &GUARD_ACTION,
-        GucContext::Suset,
-        GucFlags::default(),
-    );
+            c"sendjobs.guard_action",
+            c"What the terminal guard does with a refused transition: skip (WARNING) or error (SQLSTATE 23514); superuser only.",
+            c"skip leaves the row as it was and lets the statement go on; error fails the \
+               statement, and so a finalize whose business-row stamp is refused.",
+            &GUARD_ACTION,
+            GucContext::Suset,
+            GucFlags::default(),
+        );
     }
     define_ms(
         c"sendjobs.retry_backoff_base",

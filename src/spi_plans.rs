@@ -10,7 +10,7 @@
 //! Postgres runs its own foreign-key checks: callers need EXECUTE on our functions, and
 //! no privilege on the queue tables. The business-row stamp (src/link.rs) runs as the role
 //! that linked the table, restricted (`Scope::Linker`), with a search_path of the table's
-//! types: the linked table's code (its triggers, its types' functions) runs with the
+//! schema and types: the linked table's code (its triggers, its types' functions) runs with the
 //! rights of whoever linked it, never a caller's.
 
 use std::cell::RefCell;
