@@ -172,6 +172,27 @@ SELECT id, status FROM shop.hr_users;
 SELECT sendjobs_enqueue('{}', 'hr', transaction_id => 'u-1') > 0 AS enqueued;
 SELECT sendjobs_finalize(id, claim_generation, 'failed') FROM sendjobs_claim(1, '1 minute', 'hr');
 SELECT who FROM shop.stamped_by;
+-- A link whose role was dropped: its stamp fails (42704, with a hint to link again) and
+-- the finalize changes nothing, as does an enqueue for a linked row; linking again mends
+-- it.
+CREATE ROLE sj_linker;
+GRANT USAGE ON SCHEMA shop TO sj_linker;
+GRANT SELECT, UPDATE ON shop.hr_users TO sj_linker;
+SELECT sendjobs_grant('sj_linker', 'admin');
+SET ROLE sj_linker;
+SELECT sendjobs_link_transactions('shop.hr_users');
+RESET ROLE;
+SELECT sendjobs_enqueue('{}', 'hr', transaction_id => 'u-1') AS hr_job \gset
+SELECT claim_generation FROM sendjobs_claim(1, '1 minute', 'hr');
+SET client_min_messages = warning;
+DROP OWNED BY sj_linker;
+DROP ROLE sj_linker;
+RESET client_min_messages;
+SELECT sendjobs_finalize(:hr_job, 1, 'sent');                  -- 42704
+SELECT sendjobs_enqueue('{}', 'hr', transaction_id => 'u-1');  -- 42704
+SELECT status, claim_generation FROM send_jobs WHERE id = :hr_job;
+SELECT sendjobs_link_transactions('shop.hr_users');
+SELECT sendjobs_finalize(:hr_job, 1, 'sent');
 DROP TABLE shop.stamped_by;
 DROP FUNCTION shop.record_stamper() CASCADE;
 SELECT sendjobs_link_transactions('shop.payments');
@@ -287,32 +308,32 @@ RESET ROLE;
 -- of the table's schema and types, and the key could be text as well).
 CREATE TABLE shop.orders (id int PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
 INSERT INTO shop.orders (id) VALUES (1), (2), (3);
-SELECT sendjobs_enqueue('{}', transaction_id => '1') AS job_3;
+SELECT sendjobs_enqueue('{}', transaction_id => '1') AS job_a \gset
 \c
 SET search_path = planted, pg_catalog, public;
 SELECT sendjobs_link_transactions('shop.orders');
 SELECT sendjobs_guard_terminal('shop.orders');
-SELECT sendjobs_enqueue('{}', transaction_id => '2') AS job_4;
-SELECT id, claim_generation FROM sendjobs_claim(10, '1 hour') ORDER BY id;
+SELECT sendjobs_enqueue('{}', transaction_id => '2') AS job_b \gset
+SELECT id - :job_a AS nth, claim_generation FROM sendjobs_claim(10, '1 hour') ORDER BY id;
 SELECT count(*) AS reclaimed_while_leased FROM sendjobs_claim(10, '1 hour');
-SELECT sendjobs_finalize(3, 99, 'sent') AS bogus_generation;
-SELECT sendjobs_heartbeat(3, 99) AS bogus_heartbeat;
-SELECT * FROM sendjobs_finalize_batch(ARRAY[3, 4], ARRAY[99, 99], 'sent');
+SELECT sendjobs_finalize(:job_a, 99, 'sent') AS bogus_generation;
+SELECT sendjobs_heartbeat(:job_a, 99) AS bogus_heartbeat;
+SELECT id - :job_a AS nth, result FROM sendjobs_finalize_batch(ARRAY[:job_a, :job_b]::int8[], ARRAY[99, 99], 'sent');
 SET sendjobs.retry_backoff_base = '10s';
-SELECT sendjobs_finalize(3, 1, 'retry');
-SELECT sendjobs_finalize(4, 1, 'sent');
+SELECT sendjobs_finalize(:job_a, 1, 'retry');
+SELECT sendjobs_finalize(:job_b, 1, 'sent');
 UPDATE shop.orders SET status = 'failed' WHERE id OPERATOR(pg_catalog.=) 2;  -- the guard refuses
 \c
 SET search_path = public, planted;
-SELECT sendjobs_enqueue('{}', transaction_id => '3', idempotency_key => 'k') AS job_5;
-SELECT sendjobs_enqueue('{}', idempotency_key => 'k') AS job_5_again;  -- (takes an id of the identity)
-SELECT id, claim_generation FROM sendjobs_claim(10, '1 hour');
-SELECT sendjobs_finalize(5, 1, 'retry');
+SELECT sendjobs_enqueue('{}', transaction_id => '3', idempotency_key => 'k') AS job_c \gset
+SELECT sendjobs_enqueue('{}', idempotency_key => 'k') = :job_c AS job_c_again;  -- (takes an id of the identity)
+SELECT id - :job_a AS nth, claim_generation FROM sendjobs_claim(10, '1 hour');
+SELECT sendjobs_finalize(:job_c, 1, 'retry');
 SELECT sendjobs_unlink_transactions();
 RESET search_path;
-SELECT id, status, attempts, claim_generation,
+SELECT id - :job_a AS nth, status, attempts, claim_generation,
        next_attempt_at - clock_timestamp() > interval '5 seconds' AS backed_off
-  FROM send_jobs WHERE id IN (3, 4, 5) ORDER BY id;
+  FROM send_jobs WHERE id IN (:job_a, :job_b, :job_c) ORDER BY id;
 SELECT id, status FROM shop.orders ORDER BY id;
 SELECT count(*) AS planted_calls FROM planted.hits;
 SELECT count(*) AS rows_in_the_planted_table FROM planted.send_jobs;
