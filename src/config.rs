@@ -42,7 +42,15 @@ static DEFAULT_MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(5);
 /// by the setting's name; read by `int` and `guard_action`.
 static ELSEWHERE: [AtomicBool; 8] = [const { AtomicBool::new(false) }; 8];
 
-/// The settings by index into `ELSEWHERE`.
+/// The settings by index into `ELSEWHERE` (the accessors below name them by these).
+const DEFAULT_LEASE: usize = 0;
+const MIN_LEASE: usize = 1;
+const MAX_LEASE: usize = 2;
+const MAX_BATCH_AT: usize = 3;
+const GUARD: usize = 4;
+const BACKOFF_BASE: usize = 5;
+const BACKOFF_MAX: usize = 6;
+const MAX_ATTEMPTS: usize = 7;
 const NAMES: [&CStr; 8] = [
     c"sendjobs.default_lease",
     c"sendjobs.min_lease",
@@ -211,16 +219,16 @@ pub fn init() {
 }
 
 pub fn default_lease_ms() -> i32 {
-    int(0, &DEFAULT_LEASE_MS)
+    int(DEFAULT_LEASE, &DEFAULT_LEASE_MS)
 }
 
 pub fn max_batch() -> i32 {
-    limit(3, &MAX_BATCH, std::cmp::min)
+    limit(MAX_BATCH_AT, &MAX_BATCH, std::cmp::min)
 }
 
 pub fn guard_action() -> GuardAction {
     // As a limit: `error` is the stricter; a value this library does not know fails closed.
-    match elsewhere(4).as_deref() {
+    match elsewhere(GUARD).as_deref() {
         Some("skip") => GUARD_ACTION.get(),
         Some(_) => GuardAction::Error,
         None => GUARD_ACTION.get(),
@@ -228,21 +236,21 @@ pub fn guard_action() -> GuardAction {
 }
 
 pub fn retry_backoff_base_ms() -> i32 {
-    int(5, &RETRY_BACKOFF_BASE_MS)
+    int(BACKOFF_BASE, &RETRY_BACKOFF_BASE_MS)
 }
 
 pub fn retry_backoff_max_ms() -> i32 {
-    int(6, &RETRY_BACKOFF_MAX_MS)
+    int(BACKOFF_MAX, &RETRY_BACKOFF_MAX_MS)
 }
 
 pub fn default_max_attempts() -> i32 {
-    int(7, &DEFAULT_MAX_ATTEMPTS)
+    int(MAX_ATTEMPTS, &DEFAULT_MAX_ATTEMPTS)
 }
 
 pub fn max_lease_ms() -> i32 {
-    limit(2, &MAX_LEASE_MS, std::cmp::min)
+    limit(MAX_LEASE, &MAX_LEASE_MS, std::cmp::min)
 }
 
 pub fn min_lease_ms() -> i32 {
-    limit(1, &MIN_LEASE_MS, std::cmp::max)
+    limit(MIN_LEASE, &MIN_LEASE_MS, std::cmp::max)
 }
