@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Setting};
 
 /// What a worker does with the sends still running when it is told to stop.
+///
+/// Another way to stop may come in a minor release (`#[non_exhaustive]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Shutdown {
     /// Claim nothing more; let every running send finish (within its timeout) and
     /// finalize it. The default: nothing is sent twice because of a deploy.
@@ -48,6 +51,9 @@ pub struct Config {
 }
 
 impl Config {
+    /// The shortest lease a worker accepts ([`Config::lease`]).
+    pub const MIN_LEASE: Duration = Duration::from_millis(10);
+
     /// A worker for `connection`, a libpq-style connection string or URL
     /// (`host=... dbname=... user=...` or `postgres://user@host/db`), with these defaults:
     /// any queue, batches of 10, 10 sends at once, a 30-second lease, a 60-second send
@@ -167,20 +173,112 @@ impl Config {
         self
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
-        let refuse = |what: &str| Err(Error::Config(what.into()));
-        if self.batch == 0 || self.concurrency == 0 {
-            return refuse("batch and concurrency must be at least 1");
+    /// The first setting that cannot work, if any: what [`Worker::new`](crate::Worker::new)
+    /// refuses. Upper bounds (`sendjobs.max_batch`, `sendjobs.max_lease`) are the server's
+    /// to set: a claim beyond them is refused with 22023.
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        let zero = [
+            (Setting::Batch, self.batch == 0),
+            (Setting::Concurrency, self.concurrency == 0),
+            (Setting::SendTimeout, self.send_timeout.is_zero()),
+            (Setting::PollInterval, self.poll_interval.is_zero()),
+        ];
+        if let Some((setting, _)) = zero.into_iter().find(|(_, zero)| *zero) {
+            return Err(ConfigError::Zero { setting });
         }
-        if self.lease < Duration::from_millis(10) {
-            return refuse("the lease must be at least 10 ms");
-        }
-        if self.send_timeout.is_zero() || self.poll_interval.is_zero() {
-            return refuse("send_timeout and poll_interval must not be zero");
+        if self.lease < Self::MIN_LEASE {
+            return Err(ConfigError::LeaseTooShort { lease: self.lease });
         }
         if self.reconnect_min.is_zero() || self.reconnect_max < self.reconnect_min {
-            return refuse("the reconnect backoff must be non-zero, its max at least its min");
+            return Err(ConfigError::ReconnectBackoff {
+                min: self.reconnect_min,
+                max: self.reconnect_max,
+            });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid() -> Config {
+        Config::new("host=/nowhere")
+    }
+
+    /// Each setting that cannot work is refused with its own variant, carrying what was
+    /// given, and a message that names the setting and the value.
+    #[test]
+    fn settings_that_cannot_work_are_refused_by_name() {
+        let ms = Duration::from_millis;
+        let cases = [
+            (valid().batch(0), ConfigError::Zero { setting: Setting::Batch }, "batch must not be zero"),
+            (
+                valid().concurrency(0),
+                ConfigError::Zero { setting: Setting::Concurrency },
+                "concurrency must not be zero",
+            ),
+            (
+                valid().send_timeout(Duration::ZERO),
+                ConfigError::Zero { setting: Setting::SendTimeout },
+                "send_timeout must not be zero",
+            ),
+            (
+                valid().poll_interval(Duration::ZERO),
+                ConfigError::Zero { setting: Setting::PollInterval },
+                "poll_interval must not be zero",
+            ),
+            (
+                valid().lease(ms(9)),
+                ConfigError::LeaseTooShort { lease: ms(9) },
+                "the lease must be at least 10ms, got 9ms",
+            ),
+            (
+                valid().reconnect_backoff(Duration::ZERO, ms(5)),
+                ConfigError::ReconnectBackoff { min: Duration::ZERO, max: ms(5) },
+                "the reconnect backoff must be non-zero, its max at least its min, got 0ns to 5ms",
+            ),
+            (
+                valid().reconnect_backoff(ms(200), ms(100)),
+                ConfigError::ReconnectBackoff { min: ms(200), max: ms(100) },
+                "the reconnect backoff must be non-zero, its max at least its min, got 200ms to 100ms",
+            ),
+        ];
+        for (config, error, message) in cases {
+            assert_eq!(config.validate(), Err(error), "{config:?}");
+            assert_eq!(error.to_string(), message);
+        }
+    }
+
+    /// The defaults work, and so do the least values each setting accepts.
+    #[test]
+    fn the_defaults_and_the_least_values_are_accepted() {
+        assert_eq!(valid().validate(), Ok(()));
+        let least = valid()
+            .batch(1)
+            .concurrency(1)
+            .lease(Config::MIN_LEASE)
+            .send_timeout(Duration::from_nanos(1))
+            .poll_interval(Duration::from_nanos(1))
+            .reconnect_backoff(Duration::from_nanos(1), Duration::from_nanos(1));
+        assert_eq!(least.validate(), Ok(()));
+    }
+
+    /// Through the worker: a bad setting is `Error::Config`, its message prefixed by the
+    /// crate's name, before any connection is tried.
+    #[test]
+    fn a_worker_with_a_bad_setting_is_not_made() {
+        let error = crate::Worker::new(valid().batch(0)).err().expect("refused");
+        assert!(
+            matches!(
+                error,
+                crate::Error::Config(ConfigError::Zero {
+                    setting: Setting::Batch
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "sendjobs-worker: batch must not be zero");
     }
 }

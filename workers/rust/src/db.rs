@@ -19,7 +19,7 @@ use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
 use crate::config::Config;
 use crate::counters::{bump, Counters};
-use crate::error::{Error, Result};
+use crate::error::{Error, ProtocolError, Result};
 use crate::job::{Job, Outcome};
 
 /// What the server answers to a fenced call.
@@ -34,7 +34,10 @@ impl Answer {
         match text {
             "applied" => Ok(Self::Applied),
             "stale" => Ok(Self::Stale),
-            other => Err(Error::Protocol(format!("a fenced call returned {other:?}"))),
+            other => Err(ProtocolError::UnexpectedAnswer {
+                answer: other.into(),
+            }
+            .into()),
         }
     }
 }
@@ -403,9 +406,33 @@ impl Db {
 fn single_text(rows: &[tokio_postgres::Row]) -> Result<&str> {
     match rows {
         [row] => Ok(row.try_get(0)?),
-        _ => Err(Error::Protocol(format!(
-            "{} rows where one was expected",
-            rows.len()
-        ))),
+        _ => Err(ProtocolError::RowCount { rows: rows.len() }.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two answers of a fenced call, and anything else a typed protocol error that
+    /// carries it (an extension of another version).
+    #[test]
+    fn a_fenced_answer_is_applied_stale_or_a_protocol_error() {
+        assert_eq!(Answer::parse("applied").unwrap(), Answer::Applied);
+        assert_eq!(Answer::parse("stale").unwrap(), Answer::Stale);
+        let error = Answer::parse("maybe").unwrap_err();
+        assert!(
+            matches!(&error, Error::Protocol(ProtocolError::UnexpectedAnswer { answer }) if answer == "maybe"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "sendjobs-worker: unexpected answer from the server: a fenced call returned \"maybe\""
+        );
+        let rows = single_text(&[]).unwrap_err();
+        assert!(
+            matches!(rows, Error::Protocol(ProtocolError::RowCount { rows: 0 })),
+            "{rows:?}"
+        );
     }
 }

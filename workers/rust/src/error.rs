@@ -1,13 +1,22 @@
-//! The one error type of the crate.
+//! The crate's errors: [`Error`], and the typed reasons it carries ([`ConfigError`],
+//! [`ProtocolError`]).
+
+use std::fmt;
+use std::time::Duration;
 
 use tokio_postgres::error::SqlState;
 
 /// What can stop a [`Worker`](crate::Worker) or fail one of its calls.
+///
+/// New variants may come in a minor release (`#[non_exhaustive]`): match the ones you
+/// act on and keep a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// A setting of [`Config`](crate::Config) that cannot work (a zero lease, a zero batch).
+    /// A setting of [`Config`](crate::Config) that cannot work (a zero lease, a zero
+    /// batch): [`Worker::new`](crate::Worker::new) refuses it, before any connection.
     #[error("sendjobs-worker: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
 
     /// The database refused a call or could not be reached. [`Error::sqlstate`] says which
     /// (sendjobs documents its SQLSTATEs: 22023 for an argument out of range, and so on).
@@ -22,10 +31,92 @@ pub enum Error {
     )]
     GivenUp,
 
-    /// The server answered with something this crate does not expect (a result other than
-    /// `applied` or `stale`): an extension of another version than this crate's.
+    /// The server answered with something this crate does not expect: an extension of
+    /// another version than this crate's.
     #[error("sendjobs-worker: unexpected answer from the server: {0}")]
-    Protocol(String),
+    Protocol(#[from] ProtocolError),
+}
+
+/// A [`Config`](crate::Config) setting that cannot work, with the value it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A setting that must not be zero is: a batch or a concurrency of 0 would claim
+    /// nothing, a zero send timeout would stop every send at once, a zero poll interval
+    /// would claim in a busy loop.
+    #[error("{setting} must not be zero")]
+    Zero {
+        /// Which setting.
+        setting: Setting,
+    },
+
+    /// The lease is shorter than [`Config::MIN_LEASE`](crate::Config::MIN_LEASE): the
+    /// worker renews it every half lease, and a shorter one would be spent on heartbeats.
+    #[error(
+        "the lease must be at least {:?}, got {lease:?}",
+        crate::Config::MIN_LEASE
+    )]
+    LeaseTooShort {
+        /// The lease given.
+        lease: Duration,
+    },
+
+    /// The reconnect backoff starts at zero, or ends below where it starts.
+    #[error(
+        "the reconnect backoff must be non-zero, its max at least its min, got {min:?} to {max:?}"
+    )]
+    ReconnectBackoff {
+        /// The first wait given.
+        min: Duration,
+        /// The longest wait given.
+        max: Duration,
+    },
+}
+
+/// A setting of [`Config`](crate::Config), as named in a [`ConfigError`]. It displays as
+/// the name of the `Config` method that sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Setting {
+    /// [`Config::batch`](crate::Config::batch).
+    Batch,
+    /// [`Config::concurrency`](crate::Config::concurrency).
+    Concurrency,
+    /// [`Config::send_timeout`](crate::Config::send_timeout).
+    SendTimeout,
+    /// [`Config::poll_interval`](crate::Config::poll_interval).
+    PollInterval,
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Batch => "batch",
+            Self::Concurrency => "concurrency",
+            Self::SendTimeout => "send_timeout",
+            Self::PollInterval => "poll_interval",
+        })
+    }
+}
+
+/// An answer of the server that this crate does not expect.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// A fenced call (a heartbeat, a finalize) answered something other than `applied`
+    /// or `stale`.
+    #[error("a fenced call returned {answer:?}")]
+    UnexpectedAnswer {
+        /// What it answered.
+        answer: String,
+    },
+
+    /// A call that answers one row answered another number of them.
+    #[error("{rows} rows where one was expected")]
+    RowCount {
+        /// How many rows it answered.
+        rows: usize,
+    },
 }
 
 impl Error {
@@ -57,4 +148,5 @@ impl Error {
     }
 }
 
+/// `Result` with this crate's [`Error`] by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

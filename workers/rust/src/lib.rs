@@ -74,7 +74,7 @@ mod worker;
 
 pub use config::{Config, Shutdown};
 pub use counters::{Counters, Snapshot};
-pub use error::{Error, Result};
+pub use error::{ConfigError, Error, ProtocolError, Result, Setting};
 pub use job::{Job, Outcome};
 pub use native_tls;
 pub use tokio_postgres::error::SqlState;
