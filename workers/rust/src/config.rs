@@ -269,7 +269,7 @@ mod tests {
     /// crate's name, before any connection is tried.
     #[test]
     fn a_worker_with_a_bad_setting_is_not_made() {
-        let error = crate::Worker::new(valid().batch(0)).err().expect("refused");
+        let error = crate::Worker::new(valid().batch(0)).expect_err("refused");
         assert!(
             matches!(
                 error,

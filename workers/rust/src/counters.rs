@@ -16,16 +16,23 @@ pub struct Counters {
     pub(crate) reconnects: AtomicU64,
     pub(crate) server_warnings: AtomicU64,
     pub(crate) errors: AtomicU64,
+    pub(crate) undecodable: AtomicU64,
 }
 
-/// The counters at one moment.
+/// The counters at one moment. A counter may be added in a minor release
+/// (`#[non_exhaustive]`): read the fields, or start from `Snapshot::default()`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Jobs claimed (each claim of a job counts: a job reclaimed after a lost lease twice).
     pub claimed: u64,
-    /// Finalized `sent`, `failed` and `retry`, and applied (the server took them).
+    /// Finalized `sent`, and applied (the server took them).
     pub sent: u64,
+    /// Finalized `failed`, and applied; payloads that did not decode included
+    /// ([`Snapshot::undecodable`]).
     pub failed: u64,
+    /// Finalized `retry`, and applied (on a last attempt the server finishes the job as
+    /// `failed`: it is counted here, as the worker asked).
     pub retried: u64,
     /// Jobs this worker lost: a heartbeat or a finalize answered `stale` (the lease had
     /// expired and another worker had reclaimed the job, or it was cancelled). Their sends
@@ -44,9 +51,15 @@ pub struct Snapshot {
     /// Calls that failed other than by a lost connection (also logged); the jobs they
     /// concern come back when their leases expire.
     pub errors: u64,
+    /// Jobs whose payload did not decode as the worker's payload type
+    /// ([`Worker::typed`](crate::Worker::typed)): not sent, finalized `failed` with
+    /// serde's reason (then counted in `failed` too, once applied).
+    pub undecodable: u64,
 }
 
 impl Counters {
+    /// The counters now (each read on its own: a snapshot taken while the worker runs
+    /// may count a job as claimed and not yet as sent).
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             claimed: self.claimed.load(Relaxed),
@@ -60,6 +73,7 @@ impl Counters {
             reconnects: self.reconnects.load(Relaxed),
             server_warnings: self.server_warnings.load(Relaxed),
             errors: self.errors.load(Relaxed),
+            undecodable: self.undecodable.load(Relaxed),
         }
     }
 }

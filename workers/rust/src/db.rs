@@ -339,15 +339,15 @@ impl Db {
             .collect()
     }
 
-    pub(crate) async fn heartbeat(&self, job: &Job) -> Result<Answer> {
+    pub(crate) async fn heartbeat(&self, id: i64, generation: i64) -> Result<Answer> {
         let lease = self.config.lease.as_secs_f64();
         let rows = self
             .query(
                 Call::Fenced,
                 &self.statements.heartbeat,
                 &[
-                    (&job.id, Type::INT8),
-                    (&job.generation, Type::INT8),
+                    (&id, Type::INT8),
+                    (&generation, Type::INT8),
                     (&lease, Type::FLOAT8),
                 ],
             )

@@ -1,8 +1,12 @@
 //! The loop: claim what there is room for, run each send in its own task under a
 //! heartbeat and a timeout, finalize what the sends return, sleep until woken.
 
+use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
 
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -15,10 +19,23 @@ use crate::error::{Error, Result};
 use crate::job::{Job, Outcome};
 use crate::SqlState;
 
-/// A worker of one queue (or of all), on one connection. See the crate's documentation.
-pub struct Worker {
+/// A worker of one queue (or of all), on one connection, whose sends get each job's
+/// payload as a `T`: a [`serde_json::Value`] ([`Worker::new`]) or a type of yours
+/// ([`Worker::typed`]). See the crate's documentation.
+pub struct Worker<T = serde_json::Value> {
     config: Config,
     counters: Arc<Counters>,
+    payload: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Worker<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("payload", &std::any::type_name::<T>())
+            .field("config", &self.config)
+            .field("counters", &self.counters)
+            .finish()
+    }
 }
 
 /// A send's result, on its way to be finalized.
@@ -29,18 +46,52 @@ struct Finished {
 }
 
 impl Worker {
-    /// Checks the settings; connects only in [`Worker::run`].
+    /// A worker whose sends get each payload as a [`serde_json::Value`]: any JSON, as it
+    /// was enqueued. Checks the settings ([`Error::Config`] names the first that cannot
+    /// work); connects only in [`Worker::run`].
     pub fn new(config: Config) -> Result<Self> {
+        Self::typed(config)
+    }
+}
+
+impl<T> Worker<T> {
+    /// The worker's counters, readable while it runs.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> Worker<T> {
+    /// A worker whose sends get each payload decoded as `T` (with serde, from the job's
+    /// `jsonb`): `Worker::<Email>::typed(config)`, or `Worker::typed(config)` with `T`
+    /// taken from the send function that [`Worker::run`] is given. Checks the settings as
+    /// [`Worker::new`] does.
+    ///
+    /// # A payload that does not decode
+    ///
+    /// Its send is not called: the job is finalized `failed` at once, with serde's reason
+    /// as its `last_error` (`sendjobs-worker: the payload does not decode as <T>: missing
+    /// field ...`), logged as a warning and counted in [`Snapshot::undecodable`] (and in
+    /// `failed` once the finalize applies). Not retried, because a retry cannot mend it:
+    /// a job's payload never changes and decoding is deterministic, so each retry would
+    /// fail the same way, spend an attempt and a backoff, and end `failed` after
+    /// `max_attempts` all the same, later. Failed, it is where an operator looks
+    /// (`status = 'failed'`, its event in `send_job_events`), and `sendjobs_redrive` sends
+    /// it again, same payload, once a worker reads it.
+    ///
+    /// When payloads change shape, decode tolerantly (`#[serde(default)]` for a new field)
+    /// or deploy the workers before the producers. A worker that would rather retry such a
+    /// job (a producer deployed ahead of it) takes `Job<serde_json::Value>` and decodes in
+    /// its send, returning [`Outcome::retry`] when it cannot.
+    ///
+    /// [`Snapshot::undecodable`]: crate::Snapshot::undecodable
+    pub fn typed(config: Config) -> Result<Self> {
         config.validate()?;
         Ok(Self {
             config,
             counters: Arc::default(),
+            payload: PhantomData,
         })
-    }
-
-    /// The worker's counters, readable while it runs.
-    pub fn counters(&self) -> Arc<Counters> {
-        self.counters.clone()
     }
 
     /// Runs until `shutdown` completes (for instance [`shutdown_signal`](crate::shutdown_signal)),
@@ -59,7 +110,7 @@ impl Worker {
     /// finalize is given up ([`Error::GivenUp`]; its job comes back after its lease).
     pub async fn run<S, F>(self, send: S, shutdown: impl Future<Output = ()>) -> Result<()>
     where
-        S: Fn(Job) -> F + Send + Sync + 'static,
+        S: Fn(Job<T>) -> F + Send + Sync + 'static,
         F: Future<Output = Outcome> + Send + 'static,
     {
         let config = &self.config;
@@ -126,7 +177,8 @@ impl Worker {
                     .try_acquire_owned()
                     .expect("claimed only for free places");
                 let task = SendTask {
-                    job,
+                    id: job.id,
+                    generation: job.generation,
                     db: db.clone(),
                     config: config.clone(),
                     counters: counters.clone(),
@@ -135,7 +187,7 @@ impl Worker {
                     _place: place,
                 };
                 let send = send.clone();
-                sends.spawn(task.run(move |job| send(job)));
+                sends.spawn(task.run(job, move |job| send(job)));
             }
             if stopping {
                 break;
@@ -191,8 +243,10 @@ fn is_transient(e: &Error) -> bool {
     })
 }
 
+/// One claim's send: the job's id and generation name it in its heartbeats and finalize.
 struct SendTask {
-    job: Job,
+    id: i64,
+    generation: i64,
     db: Arc<Db>,
     config: Config,
     counters: Arc<Counters>,
@@ -205,13 +259,25 @@ struct SendTask {
 impl SendTask {
     /// Runs one send to its end: its result, its timeout, a lost lease, or a shutdown
     /// that abandons it. The send runs in a task of its own, so that a panic in it is
-    /// caught (the job is retried) and so that it can be aborted.
-    async fn run<S, F>(mut self, send: S)
+    /// caught (the job is retried) and so that it can be aborted. A payload that does
+    /// not decode as `T` is not sent: it is finalized `failed` ([`Worker::typed`]).
+    async fn run<T, S, F>(mut self, job: Job, send: S)
     where
-        S: FnOnce(Job) -> F,
+        T: DeserializeOwned,
+        S: FnOnce(Job<T>) -> F,
         F: Future<Output = Outcome> + Send + 'static,
     {
-        let mut handle = tokio::spawn(send(self.job.clone()));
+        let job = match job.decode::<T>() {
+            Ok(job) => job,
+            Err(failed) => {
+                if let Outcome::Failed { error } = &failed {
+                    log::warn!("sendjobs-worker: job {}: {error}", self.id);
+                }
+                bump(&self.counters.undecodable, 1);
+                return self.finish(failed);
+            }
+        };
+        let mut handle = tokio::spawn(send(job));
         let deadline = sleep(self.config.send_timeout);
         tokio::pin!(deadline);
         // Renew the lease every half lease, from the claim on: a send that ends within
@@ -232,7 +298,7 @@ impl SendTask {
                         "sendjobs-worker: send timed out after {:?}", self.config.send_timeout));
                 }                // Bounded by half a lease: a heartbeat stuck behind a reconnect must not
                 // keep this loop from seeing the send end, its timeout, or a shutdown.
-                _ = heartbeat.tick() => match timeout(half, self.db.heartbeat(&self.job)).await {
+                _ = heartbeat.tick() => match timeout(half, self.db.heartbeat(self.id, self.generation)).await {
                     Ok(Ok(Answer::Applied)) => bump(&self.counters.heartbeats, 1),
                     Ok(Ok(Answer::Stale)) => {
                         // Lost: the lease expired and another worker holds the job, or it
@@ -241,11 +307,11 @@ impl SendTask {
                         bump(&self.counters.stale, 1);
                         return;
                     }                    Ok(Err(e)) => {
-                        log::warn!("sendjobs-worker: heartbeat of job {} failed: {e}", self.job.id);
+                        log::warn!("sendjobs-worker: heartbeat of job {} failed: {e}", self.id);
                         bump(&self.counters.errors, 1);
                     }
                     Err(_) => {
-                        log::warn!("sendjobs-worker: heartbeat of job {} took over {half:?}", self.job.id);
+                        log::warn!("sendjobs-worker: heartbeat of job {} took over {half:?}", self.id);
                         bump(&self.counters.errors, 1);
                     }
                 },
@@ -255,9 +321,14 @@ impl SendTask {
                 }
             }
         };
+        self.finish(outcome);
+    }
+
+    /// Hands `outcome` to the finalizer.
+    fn finish(self, outcome: Outcome) {
         let _ = self.finished.send(Finished {
-            id: self.job.id,
-            generation: self.job.generation,
+            id: self.id,
+            generation: self.generation,
             outcome,
         });
     }

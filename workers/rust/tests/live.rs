@@ -164,12 +164,13 @@ async fn stop_all<const N: usize>(workers: [Running; N], within: Duration) {
 }
 
 /// Runs `worker` in a task until the returned sender fires.
-fn start<S, F>(
-    worker: Worker,
+fn start<T, S, F>(
+    worker: Worker<T>,
     send: S,
 ) -> (oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>)
 where
-    S: Fn(Job) -> F + Send + Sync + 'static,
+    T: serde::de::DeserializeOwned + Send + 'static,
+    S: Fn(Job<T>) -> F + Send + Sync + 'static,
     F: Future<Output = Outcome> + Send + 'static,
 {
     let (stop, stopped) = oneshot::channel::<()>();
@@ -453,6 +454,96 @@ async fn shutdown_finishes_or_abandons_running_sends() {
             other => unreachable!("no check for {other:?}"),
         }
     }
+}
+
+/// A typed worker: each payload that fits the type reaches the send decoded; one that
+/// does not is never sent, and ends `failed` with serde's reason as its last error (one
+/// event each), counted as undecodable and as failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_typed_worker_fails_the_payloads_that_do_not_decode() {
+    #[derive(serde::Deserialize)]
+    struct Email {
+        to: String,
+        #[serde(default)]
+        subject: Option<String>,
+    }
+    let (dsn, db) = database("worker_typed").await;
+    db.batch_execute(
+        r#"SELECT sendjobs_enqueue('{"to": "a@example.com", "subject": "hi"}', 'q');
+           SELECT sendjobs_enqueue('{"to": "b@example.com"}', 'q');
+           SELECT sendjobs_enqueue('{"subject": "to no one"}', 'q');
+           SELECT sendjobs_enqueue('{"to": 7}', 'q')"#,
+    )
+    .await
+    .unwrap();
+    let worker = Worker::<Email>::typed(worker_config(dsn).queue("q")).unwrap();
+    let counters = worker.counters();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let send = {
+        let received = received.clone();
+        move |job: Job<Email>| {
+            received
+                .lock()
+                .unwrap()
+                .push((job.payload.to, job.payload.subject));
+            async { Outcome::Sent }
+        }
+    };
+    let (stop, run) = start(worker, send);
+    let finished = "SELECT bool_and(status IN ('sent', 'failed')) FROM send_jobs";
+    assert!(wait_until(&db, finished, Duration::from_secs(10)).await);
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+
+    let rows = db
+        .query(
+            "SELECT status, coalesce(last_error, '') FROM send_jobs ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap();
+    let jobs: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let statuses: Vec<&str> = jobs.iter().map(|(status, _)| status.as_str()).collect();
+    assert_eq!(statuses, ["sent", "sent", "failed", "failed"], "{jobs:?}");
+    for ((_, error), reason) in jobs[2..].iter().zip([
+        "missing field `to`",
+        "invalid type: integer `7`, expected a string",
+    ]) {
+        assert!(
+            error.starts_with("sendjobs-worker: the payload does not decode as ")
+                && error.contains(reason),
+            "{error}"
+        );
+    }
+    let mut received = received.lock().unwrap().clone();
+    received.sort();
+    assert_eq!(
+        received,
+        [
+            ("a@example.com".to_string(), Some("hi".to_string())),
+            ("b@example.com".to_string(), None)
+        ]
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT count(*) FROM send_job_events WHERE kind = 'failed'"
+        )
+        .await,
+        2
+    );
+    let counters = counters.snapshot();
+    assert_eq!(
+        (
+            counters.claimed,
+            counters.sent,
+            counters.failed,
+            counters.undecodable
+        ),
+        (4, 2, 2, 2),
+        "{counters:?}"
+    );
 }
 
 /// A claim the server refuses for good (a batch above sendjobs.max_batch) stops the
