@@ -97,8 +97,9 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
     /// Runs until `shutdown` completes (for instance [`shutdown_signal`](crate::shutdown_signal)),
     /// then stops as [`Config::shutdown`] says and returns.
     ///
-    /// `send` is called once per claim of a job, in a task of its own; what it returns is
-    /// finalized. If the job is lost meanwhile (a heartbeat answers `stale`), or the send
+    /// `send` is called once per claim of a job, in a task of its own, with the job's
+    /// payload decoded as `T` (a payload that does not decode is finalized `failed`
+    /// without a send: [`Worker::typed`]); what it returns is finalized. If the job is lost meanwhile (a heartbeat answers `stale`), or the send
     /// outlives its timeout, its task is aborted: `send` should hold nothing that an abort
     /// at an `.await` would leave inconsistent.
     ///
