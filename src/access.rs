@@ -7,9 +7,12 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{execute, extension_schema, first_value, owner_scope, plan, select, within};
+use crate::spi_plans::{extension_schema, owner_scope, within};
 use crate::sql_types::SqlRole;
-use crate::statements::ACCESS_LEVEL;
+use crate::statements::{first, statement, Statement};
+
+static ACCESS_LEVEL: Statement = statement!("access_level.sql");
+static ROLE_NAME: Statement = statement!("role_name.sql");
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Change {
@@ -40,9 +43,9 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
     }
     let access = required(access, "access")?;
     Spi::connect_mut(|client| {
-        let level = plan(client, &ACCESS_LEVEL, &[pg_sys::TEXTOID.into()])?;
-        let privileges = execute(client, &level, &[access.into()])?
-            .map(|row| row.get::<String>(1))
+        let privileges = ACCESS_LEVEL
+            .run(client, &[access.into()])?
+            .map(|row| row.get_by_name::<String, _>("privilege"))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         if privileges.is_empty() {
             return Err(SendJobsError::InvalidArgument(format!(
@@ -51,12 +54,13 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
         }
         // The role's name as SQL text (regrole quotes it as needed); our privileges are
         // fixed text, so nothing the caller passed is pasted in unquoted.
-        let role_name = first_value::<String>(select(
-            client,
-            "SELECT $1::pg_catalog.regrole::pg_catalog.text",
-            &[role.0.into()],
-        )?)?
+        let role_name = first::<String>(
+            ROLE_NAME.select_as_caller(client, &[role.0.into()])?,
+            "name",
+        )?
         .ok_or_else(|| SendJobsError::Internal("a role without a name".into()))?;
+        // GRANT and REVOKE take no parameters: their text is built here, from the
+        // extension's schema and the role's name as the catalog quotes them.
         let schema = extension_schema(client)?;
         let mut statements = Vec::with_capacity(privileges.len() + 1);
         if change == Change::Grant {

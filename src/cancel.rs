@@ -1,13 +1,13 @@
 //! sendjobs_cancel: a job that has not finished is cancelled, terminal like sent and failed.
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, required, Result};
-use crate::finalize::stale_or_unknown;
-use crate::spi_plans::{execute, plan};
-use crate::statements::CANCEL;
+use crate::fence::{stale_or_unknown, APPLIED};
+use crate::statements::{statement, Statement};
+
+static CANCEL: Statement = statement!("cancel.sql");
 
 /// Cancels job `id`: `applied` when it was pending or in_flight (it is now `cancelled`,
 /// with one `cancelled` event; its holder's finalize and heartbeat get `stale`), `stale`
@@ -21,13 +21,11 @@ fn sendjobs_cancel(id: Option<i64>) -> &'static str {
 fn cancel(id: Option<i64>) -> Result<&'static str> {
     let id = required(id, "id")?;
     Spi::connect_mut(|client| {
-        let cancel = plan(
-            client,
-            &CANCEL,
-            &[pg_sys::INT8OID.into(), pg_sys::TIMESTAMPTZOID.into()],
-        )?;
-        if !execute(client, &cancel, &[id.into(), wall_clock().into()])?.is_empty() {
-            return Ok("applied");
+        if !CANCEL
+            .run(client, &[id.into(), wall_clock().into()])?
+            .is_empty()
+        {
+            return Ok(APPLIED);
         }
         stale_or_unknown(client, id)
     })

@@ -4,20 +4,28 @@ use pgrx::pg_sys;
 use pgrx::spi::SpiClient;
 
 use crate::errors::{Result, SendJobsError};
-use crate::spi_plans::{first_value, select};
-use crate::statements::{COLUMN_TYPE, TABLE_KIND, TABLE_NAME};
+use crate::statements::{first, statement, Statement};
+
+// Catalog look-ups, as the caller: what the caller may see of its own tables.
+static TABLE_NAME: Statement = statement!("table_name.sql");
+static TABLE_KIND: Statement = statement!("table_kind.sql");
+static COLUMN_TYPE: Statement = statement!("column_type.sql");
 
 /// The table's name as SQL text (schema-qualified when needed, quoted as needed).
 pub fn table_display(client: &SpiClient<'_>, relid: pg_sys::Oid) -> Result<String> {
-    Ok(
-        first_value::<String>(select(client, &TABLE_NAME, &[relid.into()])?)?
-            .unwrap_or_else(|| format!("relation {}", relid.to_u32())),
-    )
+    Ok(first::<String>(
+        TABLE_NAME.select_as_caller(client, &[relid.into()])?,
+        "name",
+    )?
+    .unwrap_or_else(|| format!("relation {}", relid.to_u32())))
 }
 
 /// Refuses anything but an ordinary or partitioned table (42809 wrong_object_type).
 pub fn require_table(client: &SpiClient<'_>, relid: pg_sys::Oid) -> Result<()> {
-    let relkind = first_value::<String>(select(client, &TABLE_KIND, &[relid.into()])?)?;
+    let relkind = first::<String>(
+        TABLE_KIND.select_as_caller(client, &[relid.into()])?,
+        "relkind",
+    )?;
     match relkind.as_deref() {
         Some("r") | Some("p") => Ok(()),
         _ => Err(SendJobsError::NotATable(table_display(client, relid)?)),
@@ -26,11 +34,10 @@ pub fn require_table(client: &SpiClient<'_>, relid: pg_sys::Oid) -> Result<()> {
 
 /// The SQL type of a live column, as `format_type` spells it, or 42703.
 pub fn column_type(client: &SpiClient<'_>, relid: pg_sys::Oid, column: &str) -> Result<String> {
-    let found = first_value::<String>(select(
-        client,
-        &COLUMN_TYPE,
-        &[relid.into(), column.into()],
-    )?)?;
+    let found = first::<String>(
+        COLUMN_TYPE.select_as_caller(client, &[relid.into(), column.into()])?,
+        "sql_type",
+    )?;
     match found {
         Some(sql_type) => Ok(sql_type),
         None => Err(SendJobsError::UndefinedColumn {

@@ -2,17 +2,22 @@
 
 use std::panic::AssertUnwindSafe;
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::link::{Stamp, TransactionLink};
-use crate::spi_plans::{execute, plan};
-use crate::statements::{CLAIM_ANY_QUEUE, CLAIM_ONE_QUEUE, UNSTAMPED_NOTE};
+use crate::fence::lease_or_default;
+use crate::stamp::{Stamp, TransactionLink};
+use crate::statements::{statement, Statement};
 use crate::subtransaction::try_step;
+
+// Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own index
+// under a generic plan (sql/statements/claim.sql).
+pub(crate) static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
+static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
+static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease
 /// (as their own claimer asked for it) has expired. Returns the rows as updated; keep
@@ -39,23 +44,11 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
-        // Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own
-        // index under a generic plan (sql/statements/claim.sql).
-        let sql = if queue.is_some() {
+        let claim = if queue.is_some() {
             &CLAIM_ONE_QUEUE
         } else {
             &CLAIM_ANY_QUEUE
         };
-        let claim = plan(
-            client,
-            sql,
-            &[
-                pg_sys::TIMESTAMPTZOID.into(),
-                pg_sys::INT8OID.into(),
-                pg_sys::INTERVALOID.into(),
-                pg_sys::TEXTOID.into(),
-            ],
-        )?;
         let batch = usize::try_from(batch).unwrap_or(1);
         let mut claimed = Vec::with_capacity(batch);
         // Jobs that gave up took places in the batch: claim again for those places, until
@@ -63,19 +56,21 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         // loop ends.
         loop {
             let wanted = (batch - claimed.len()) as i64;
-            let rows = execute(
+            let rows = claim.run(
                 client,
-                &claim,
                 &[now.into(), wanted.into(), lease.into(), queue.into()],
             )?;
             let mut gave_up = Vec::new();
             for row in rows {
-                if row.get::<bool>(2)? == Some(true) {
-                    gave_up.push((row.get::<i64>(3)?, row.get::<String>(4)?));
+                if row.get_by_name::<bool, _>("gave_up")? == Some(true) {
+                    gave_up.push((
+                        row.get_by_name::<i64, _>("id")?,
+                        row.get_by_name::<String, _>("transaction_id")?,
+                    ));
                     continue;
                 }
                 claimed.push(
-                    row.get::<Job>(1)?.ok_or_else(|| {
+                    row.get_by_name::<Job, _>("job")?.ok_or_else(|| {
                         SendJobsError::Internal("claim returned a NULL row".into())
                     })?,
                 );
@@ -125,44 +120,12 @@ fn stamp_gave_up(client: &mut SpiClient<'_>, jobs: &[(Option<i64>, Option<String
     if failures.is_empty() {
         return Ok(());
     }
-    let note = plan(
-        client,
-        &UNSTAMPED_NOTE,
-        &[pg_sys::INT8OID.into(), pg_sys::TEXTOID.into()],
-    )?;
     for (id, message) in failures {
         SendJobsError::Internal(format!(
             "job {id} gave up, but its business row was not stamped: {message}"
         ))
         .warn();
-        execute(client, &note, &[id.into(), message.as_str().into()])?;
+        UNSTAMPED_NOTE.run(client, &[id.into(), message.as_str().into()])?;
     }
     Ok(())
-}
-
-/// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative, never
-/// shorter than `sendjobs.min_lease`, never longer than `sendjobs.max_lease`.
-pub fn lease_or_default(lease: Option<Interval>) -> Result<Interval> {
-    let lease = lease
-        .unwrap_or_else(|| Interval::from_micros(i64::from(config::default_lease_ms()) * 1_000));
-    // Compared as Postgres compares intervals (30-day months, 24-hour days).
-    let micros = lease.as_micros();
-    if micros < 0 {
-        return Err(SendJobsError::Negative("lease"));
-    }
-    let min_ms = config::min_lease_ms();
-    if micros < i128::from(min_ms) * 1_000 {
-        return Err(SendJobsError::InvalidArgument(format!(
-            "a lease must be at least sendjobs.min_lease ({min_ms} ms)"
-        )));
-    }
-    let max_ms = config::max_lease_ms();
-    if micros > i128::from(max_ms) * 1_000 {
-        return Err(SendJobsError::InvalidArgument(format!(
-            "a lease must be at most sendjobs.max_lease ({max_ms} ms), got {} s; \
-             a number without a unit is read as seconds",
-            micros / 1_000_000
-        )));
-    }
-    Ok(lease)
 }

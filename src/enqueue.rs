@@ -1,15 +1,19 @@
 //! sendjobs_enqueue: add a job, or find the one that already carries the idempotency key.
 
 use pgrx::prelude::*;
-use pgrx::{pg_sys, JsonB};
+use pgrx::JsonB;
 
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{finite, or_raise, queue_name, required, Result, SendJobsError};
-use crate::link::TransactionLink;
-use crate::spi_plans::{execute, first_value, plan, queue_relation_oids};
-use crate::statements::{ENQUEUE_FIND_BY_KEY, ENQUEUE_NO_KEY, ENQUEUE_WITH_KEY};
+use crate::spi_plans::queue_relation_oids;
+use crate::stamp::TransactionLink;
+use crate::statements::{first, statement, Statement};
 use crate::wakeup;
+
+static ENQUEUE_WITH_KEY: Statement = statement!("enqueue.sql", "with_key");
+static ENQUEUE_NO_KEY: Statement = statement!("enqueue.sql", "no_key");
+static ENQUEUE_FIND_BY_KEY: Statement = statement!("enqueue_find_by_key.sql");
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
 /// as it is: nothing is created and nothing about it changes.
@@ -59,50 +63,43 @@ fn enqueue(
                 link.check_key(client, transaction_id)?;
             }
         }
-        let insert = plan(
-            client,
-            if idempotency_key.is_some() {
-                &ENQUEUE_WITH_KEY
-            } else {
-                &ENQUEUE_NO_KEY
-            },
-            &[
-                pg_sys::JSONBOID.into(),
-                pg_sys::TEXTOID.into(),
-                pg_sys::TIMESTAMPTZOID.into(),
-                pg_sys::TEXTOID.into(),
-                pg_sys::TEXTOID.into(),
-                pg_sys::INT4OID.into(),
-                pg_sys::OIDOID.into(),
-            ],
-        )?;
+        let insert = if idempotency_key.is_some() {
+            &ENQUEUE_WITH_KEY
+        } else {
+            &ENQUEUE_NO_KEY
+        };
         let (_, id_sequence) = queue_relation_oids(client)?;
-        let inserted = first_value::<i64>(execute(
-            client,
-            &insert,
-            &[
-                payload.into(),
-                queue.into(),
-                run_at.into(),
-                transaction_id.into(),
-                idempotency_key.into(),
-                max_attempts.into(),
-                id_sequence.into(),
-            ],
-        )?)?;
+        let inserted = first::<i64>(
+            insert.run(
+                client,
+                &[
+                    payload.into(),
+                    queue.into(),
+                    run_at.into(),
+                    transaction_id.into(),
+                    idempotency_key.into(),
+                    max_attempts.into(),
+                    id_sequence.into(),
+                ],
+            )?,
+            "id",
+        )?;
         if let Some(id) = inserted {
             wakeup::after_enqueue(client, queue)?;
             return Ok(id);
         }
         // The key is taken: ON CONFLICT waited for its holder to commit, so a fresh
         // statement (a fresh snapshot under READ COMMITTED) sees the row.
-        let find = plan(client, &ENQUEUE_FIND_BY_KEY, &[pg_sys::TEXTOID.into()])?;
-        let rows = execute(client, &find, &[idempotency_key.into()])?;
-        let holder = rows.first();
+        let holder = ENQUEUE_FIND_BY_KEY
+            .run(client, &[idempotency_key.into()])?
+            .first();
         let (job_id, exists) = if holder.is_empty() {
             (None, None)
         } else {
-            (holder.get::<i64>(1)?, holder.get::<bool>(2)?)
+            (
+                holder.get_by_name::<i64, _>("job_id")?,
+                holder.get_by_name::<bool, _>("job_exists")?,
+            )
         };
         match (job_id, exists) {
             (Some(job_id), Some(true)) => Ok(job_id),

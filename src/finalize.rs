@@ -2,20 +2,19 @@
 
 use std::str::FromStr;
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
 
-use crate::claim::lease_or_default;
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{distinct_id, finite, or_raise, required, Result, SendJobsError};
-use crate::link;
-use crate::spi_plans::{execute, first_value, plan};
-use crate::statements::{FINALIZE_BATCH, FINALIZE_ONE, HEARTBEAT, JOB_EXISTS};
+use crate::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
+use crate::stamp::{stamp_each, Stamp};
+use crate::statements::{statement, Statement};
 
-const APPLIED: &str = "applied";
-const STALE: &str = "stale";
+// A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
+pub(crate) static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
+pub(crate) static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
+static HEARTBEAT: Statement = statement!("heartbeat.sql");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -97,7 +96,13 @@ fn batch_claims(
     let mut seen = std::collections::HashSet::with_capacity(ids.len());
     ids.into_iter()
         .zip(generations)
-        .map(|(id, generation)| Ok((distinct_id(id, &mut seen)?, fenced_generation(generation)?)))
+        .map(|(id, generation)| {
+            let generation = required(generation, "an element of generations")?;
+            Ok((
+                distinct_id(id, &mut seen)?,
+                fenced_generation(Some(generation))?,
+            ))
+        })
         .collect()
 }
 
@@ -128,28 +133,13 @@ fn finalize(
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
-        let finalize = plan(
+        let finalize = if claims.len() == 1 {
+            &FINALIZE_ONE
+        } else {
+            &FINALIZE_BATCH
+        };
+        let rows = finalize.run(
             client,
-            // A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
-            if claims.len() == 1 {
-                &FINALIZE_ONE
-            } else {
-                &FINALIZE_BATCH
-            },
-            &[
-                pg_sys::INT8ARRAYOID.into(),
-                pg_sys::INT8ARRAYOID.into(),
-                pg_sys::TEXTOID.into(),
-                pg_sys::TIMESTAMPTZOID.into(),
-                pg_sys::TIMESTAMPTZOID.into(),
-                pg_sys::FLOAT8OID.into(),
-                pg_sys::FLOAT8OID.into(),
-                pg_sys::TEXTOID.into(),
-            ],
-        )?;
-        let rows = execute(
-            client,
-            &finalize,
             &[
                 ids.into(),
                 generations.into(),
@@ -164,28 +154,23 @@ fn finalize(
         let mut results = Vec::with_capacity(rows.len());
         let mut to_stamp = Vec::new();
         for row in rows {
-            let id = row.get::<i64>(1)?.unwrap_or_default();
-            if row.get::<bool>(4)? != Some(true) {
+            let id = row.get_by_name::<i64, _>("id")?.unwrap_or_default();
+            if row.get_by_name::<bool, _>("known")? != Some(true) {
                 return Err(SendJobsError::UnknownJob(id));
             }
-            let Some(status) = row.get::<String>(2)? else {
+            let Some(status) = row.get_by_name::<String, _>("status")? else {
                 results.push((id, STALE));
                 continue;
             };
-            if let (Some(transaction_id), Some(stamp)) =
-                (row.get::<String>(3)?, link::Stamp::of_status(&status))
-            {
+            if let (Some(transaction_id), Some(stamp)) = (
+                row.get_by_name::<String, _>("transaction_id")?,
+                Stamp::of_status(&status),
+            ) {
                 to_stamp.push((stamp, transaction_id));
             }
             results.push((id, APPLIED));
         }
-        if !to_stamp.is_empty() {
-            if let Some(link) = link::TransactionLink::current(client)? {
-                for (stamp, transaction_id) in &to_stamp {
-                    link.stamp(client, *stamp, transaction_id)?;
-                }
-            }
-        }
+        stamp_each(client, &to_stamp)?;
         Ok(results)
     })
 }
@@ -212,19 +197,8 @@ fn heartbeat(
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
-        let heartbeat = plan(
+        let extended = HEARTBEAT.run(
             client,
-            &HEARTBEAT,
-            &[
-                pg_sys::INT8OID.into(),
-                pg_sys::INT8OID.into(),
-                pg_sys::TIMESTAMPTZOID.into(),
-                pg_sys::INTERVALOID.into(),
-            ],
-        )?;
-        let extended = execute(
-            client,
-            &heartbeat,
             &[id.into(), generation.into(), now.into(), lease.into()],
         )?;
         if extended.is_empty() {
@@ -232,22 +206,4 @@ fn heartbeat(
         }
         Ok(APPLIED)
     })
-}
-
-fn fenced_generation(generation: Option<i64>) -> Result<i64> {
-    let generation = required(generation, "generation")?;
-    if generation < 0 {
-        return Err(SendJobsError::Negative("generation"));
-    }
-    Ok(generation)
-}
-
-/// A fenced update that matched nothing: `stale` for a job that exists, an error otherwise.
-pub(crate) fn stale_or_unknown(client: &SpiClient<'_>, id: i64) -> Result<&'static str> {
-    let exists = plan(client, &JOB_EXISTS, &[pg_sys::INT8OID.into()])?;
-    let found = first_value::<bool>(execute(client, &exists, &[id.into()])?)?;
-    match found {
-        Some(true) => Ok(STALE),
-        _ => Err(SendJobsError::UnknownJob(id)),
-    }
 }

@@ -13,9 +13,13 @@ use pgrx::PgRelation;
 use crate::catalog::{column_type, require_table, table_display};
 use crate::config::{self, GuardAction};
 use crate::errors::{self, or_raise, required, SendJobsError};
-use crate::spi_plans::{extension_schema, first_value, select, within, Scope};
+use crate::spi_plans::{extension_schema, within, Scope};
 use crate::sql_types::SqlName;
-use crate::statements::PRIMARY_KEY_COLUMNS;
+use crate::statements::{first, statement, Statement};
+
+static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
+static TEXT_ARRAY_OUT: Statement = statement!("text_array_out.sql");
+static TEXT_ARRAY_IN: Statement = statement!("text_array_in.sql");
 
 const DEFAULT_COLUMN: &str = "status";
 const DEFAULT_TERMINAL: &str = "{success,failed}";
@@ -115,6 +119,8 @@ fn guard_terminal(
     Spi::connect_mut(|client| {
         require_table(client, relid)?;
         column_type(client, relid, &rule.column)?;
+        // CREATE TRIGGER takes no parameters: its text is built here from quoted names and
+        // literals (the table's name as regclass writes it, the schema as quote_ident does).
         let schema = extension_schema(client)?;
         let create = format!(
             "CREATE OR REPLACE TRIGGER {trigger} BEFORE UPDATE ON {table} FOR EACH ROW \
@@ -137,11 +143,10 @@ fn guard_terminal(
 
 /// A text[] literal, as Postgres itself writes it (quoting included).
 fn array_literal(client: &SpiClient<'_>, values: &[String]) -> errors::Result<String> {
-    first_value::<String>(select(
-        client,
-        "SELECT $1::pg_catalog.text",
-        &[values.to_vec().into()],
-    )?)?
+    first::<String>(
+        TEXT_ARRAY_OUT.select_as_caller(client, &[values.to_vec().into()])?,
+        "literal",
+    )?
     .ok_or_else(|| SendJobsError::Internal("could not format a text[] literal".into()))
 }
 
@@ -153,11 +158,10 @@ thread_local! {
 }
 
 fn parse_array(client: &SpiClient<'_>, literal: &str) -> errors::Result<Vec<String>> {
-    let values = first_value::<Vec<Option<String>>>(select(
-        client,
-        "SELECT $1::pg_catalog.text[]",
-        &[literal.into()],
-    )?)?;
+    let values = first::<Vec<Option<String>>>(
+        TEXT_ARRAY_IN.select_as_caller(client, &[literal.into()])?,
+        "elements",
+    )?;
     no_null_elements(values, "guard argument", "an element of a guard argument")
 }
 
@@ -294,11 +298,12 @@ fn row_key(trigger: &PgTrigger<'_>) -> String {
         )
     };
     let key_columns = Spi::connect(|client| {
-        select(client, &PRIMARY_KEY_COLUMNS, &[relid.into()])?
+        PRIMARY_KEY_COLUMNS
+            .select_as_caller(client, &[relid.into()])?
             .map(|row| {
                 Ok((
-                    row.get::<i32>(1)?.unwrap_or(0),
-                    row.get::<String>(2)?.unwrap_or_default(),
+                    row.get_by_name::<i32, _>("attnum")?.unwrap_or(0),
+                    row.get_by_name::<String, _>("attname")?.unwrap_or_default(),
                 ))
             })
             .collect::<errors::Result<Vec<_>>>()

@@ -6,17 +6,18 @@ use pgrx::IntoDatum;
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{execute, first_value, plan};
-use crate::statements::PURGE;
+use crate::statements::{first, statement, Statement};
+
+static PURGE: Statement = statement!("purge.sql");
+
+/// A purge's largest batch: its rows are locked and deleted in one statement, so its
+/// locks and its WAL stay bounded.
+const MAX_BATCH: i32 = 100_000;
 
 /// Deletes up to `batch` jobs that finished (sent, failed or cancelled) more than
 /// `older_than` ago, with their events, and returns how many. Unfinished jobs and events
 /// younger than `older_than` are never deleted. Locked rows are skipped, so it can run
 /// from cron while workers run: call it until it returns less than `batch`.
-/// A purge's largest batch: its rows are locked and deleted in one statement, so its
-/// locks and its WAL stay bounded.
-const MAX_BATCH: i32 = 100_000;
-
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_purge(older_than: Option<Interval>, batch: default!(Option<i32>, 1000)) -> i64 {
     or_raise(purge(older_than, batch))
@@ -36,13 +37,8 @@ fn purge(older_than: Option<Interval>, batch: Option<i32>) -> Result<i64> {
         )));
     }
     Spi::connect_mut(|client| {
-        let purge = plan(
-            client,
-            &PURGE,
-            &[pg_sys::TIMESTAMPTZOID.into(), pg_sys::INT8OID.into()],
-        )?;
-        let deleted = execute(client, &purge, &[cutoff.into(), i64::from(batch).into()])?;
-        Ok(first_value::<i64>(deleted)?.unwrap_or(0))
+        let deleted = PURGE.run(client, &[cutoff.into(), i64::from(batch).into()])?;
+        Ok(first::<i64>(deleted, "deleted")?.unwrap_or(0))
     })
 }
 

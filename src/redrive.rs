@@ -2,15 +2,21 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
 use crate::errors::{distinct_id, or_raise, required, Result, SendJobsError};
-use crate::link::{Stamp, TransactionLink};
-use crate::spi_plans::{execute, execute_planned, plan, Planning};
-use crate::statements::{JOB_STATUSES, REDRIVE, REDRIVE_LOCK};
+use crate::spi_plans::Planning;
+use crate::stamp::{stamp_each, Stamp};
+use crate::statements::{statement, Statement};
 use crate::wakeup;
+
+// Two statements: the second's snapshot is taken after the first has locked the failed
+// jobs, so it sees what a concurrent redrive of them created
+// (sql/statements/redrive_lock.sql).
+static REDRIVE_LOCK: Statement = statement!("redrive_lock.sql");
+static REDRIVE: Statement = statement!("redrive.sql");
+static JOB_STATUSES: Statement = statement!("job_statuses.sql");
 
 /// Sends each failed job of `ids` again: a new pending job, due now, with the same queue,
 /// payload, transaction_id and max_attempts, whose `redrive_of` names the failed job.
@@ -37,35 +43,25 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
     }
 
     Spi::connect_mut(|client| {
-        // Two statements: the second's snapshot is taken after the first has locked the
-        // failed jobs, so it sees what a concurrent redrive of them created
-        // (sql/statements/redrive_lock.sql).
-        let lock = plan(client, &REDRIVE_LOCK, &[pg_sys::INT8ARRAYOID.into()])?;
-        execute(client, &lock, &[ids.clone().into()])?;
-        let redrive = plan(
-            client,
-            &REDRIVE,
-            &[pg_sys::INT8ARRAYOID.into(), pg_sys::TIMESTAMPTZOID.into()],
-        )?;
+        REDRIVE_LOCK.run(client, &[ids.clone().into()])?;
         let mut done = BTreeMap::new();
         let mut to_stamp = Vec::new();
         let mut queues = Vec::new();
-        let rows = execute_planned(
+        let rows = REDRIVE.run_planned(
             client,
-            &redrive,
             &[ids.clone().into(), wall_clock().into()],
             Planning::ForTheValues,
         )?;
         for row in rows {
-            let id = row.get::<i64>(1)?.unwrap_or_default();
-            let new_id = row.get::<i64>(2)?.ok_or_else(|| {
+            let id = row.get_by_name::<i64, _>("id")?.unwrap_or_default();
+            let new_id = row.get_by_name::<i64, _>("new_id")?.ok_or_else(|| {
                 SendJobsError::Internal(format!("job {id} was redriven, but to no job"))
             })?;
-            if row.get::<bool>(3)? == Some(true) {
-                if let Some(transaction_id) = row.get::<String>(4)? {
-                    to_stamp.push(transaction_id);
+            if row.get_by_name::<bool, _>("created")? == Some(true) {
+                if let Some(transaction_id) = row.get_by_name::<String, _>("transaction_id")? {
+                    to_stamp.push((Stamp::Redriven, transaction_id));
                 }
-                queues.extend(row.get::<String>(5)?);
+                queues.extend(row.get_by_name::<String, _>("queue")?);
             }
             done.insert(id, new_id);
         }
@@ -77,13 +73,7 @@ fn redrive(ids: Option<Vec<Option<i64>>>) -> Result<Vec<(i64, i64)>> {
             .map(|id| done.get(id).map(|new_id| (*id, *new_id)))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| SendJobsError::Internal("a job was not redriven".into()))?;
-        if !to_stamp.is_empty() {
-            if let Some(link) = TransactionLink::current(client)? {
-                for transaction_id in &to_stamp {
-                    link.stamp(client, Stamp::Redriven, transaction_id)?;
-                }
-            }
-        }
+        stamp_each(client, &to_stamp)?;
         for queue in &queues {
             wakeup::after_enqueue(client, queue)?;
         }
@@ -98,12 +88,11 @@ fn refuse_the_rest(
     ids: &[i64],
     done: &BTreeMap<i64, i64>,
 ) -> Result<()> {
-    let statuses = plan(client, &JOB_STATUSES, &[pg_sys::INT8ARRAYOID.into()])?;
     let mut known = BTreeMap::new();
-    for row in execute(client, &statuses, &[ids.to_vec().into()])? {
+    for row in JOB_STATUSES.run(client, &[ids.to_vec().into()])? {
         known.insert(
-            row.get::<i64>(1)?.unwrap_or_default(),
-            row.get::<String>(2)?.unwrap_or_default(),
+            row.get_by_name::<i64, _>("id")?.unwrap_or_default(),
+            row.get_by_name::<String, _>("status")?.unwrap_or_default(),
         );
     }
     match ids.iter().find(|id| !done.contains_key(id)) {

@@ -21,10 +21,11 @@ use std::rc::Rc;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys::{self, PgOid};
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
-use pgrx::{FromDatum, IntoDatum};
 
 use crate::errors::{Result, SendJobsError};
-use crate::statements::EXTENSION_SCHEMA;
+use crate::statements::{statement, Statement};
+
+static EXTENSION_SCHEMA: Statement = statement!("extension_schema.sql");
 
 struct PlanCache {
     /// `send_jobs` of the extension the plans were made for: while this relation exists
@@ -61,10 +62,7 @@ impl PlanCache {
     }
 
     fn load(client: &SpiClient<'_>) -> Result<Self> {
-        let rows = within(Scope::Caller, || {
-            Ok(client.select(EXTENSION_SCHEMA.as_str(), Some(1), &[])?)
-        })?;
-        let row = rows.first();
+        let row = EXTENSION_SCHEMA.select_as_caller(client, &[])?.first();
         if row.is_empty() {
             return Err(SendJobsError::Internal(
                 "extension sendjobs is not installed".into(),
@@ -72,14 +70,24 @@ impl PlanCache {
         }
         let missing =
             || SendJobsError::Internal("the extension's catalog row is incomplete".into());
-        let schema = row.get::<String>(1)?.ok_or_else(missing)?;
-        let namespace = row.get::<pg_sys::Oid>(2)?.ok_or_else(missing)?;
-        let send_jobs = row.get::<pg_sys::Oid>(3)?.ok_or_else(missing)?;
-        let owner = row.get::<pg_sys::Oid>(4)?.ok_or_else(missing)?;
+        let schema = row
+            .get_by_name::<String, _>("schema")?
+            .ok_or_else(missing)?;
+        let namespace = row
+            .get_by_name::<pg_sys::Oid, _>("namespace")?
+            .ok_or_else(missing)?;
+        let send_jobs = row
+            .get_by_name::<pg_sys::Oid, _>("send_jobs")?
+            .ok_or_else(missing)?;
+        let owner = row
+            .get_by_name::<pg_sys::Oid, _>("owner")?
+            .ok_or_else(missing)?;
         // Each release's functions are bound to its own library, so a catalog of another
         // release never calls this one, but by a hand-made CREATE FUNCTION: refuse it
         // rather than run this release's statements on another release's tables.
-        let version = row.get::<String>(5)?.ok_or_else(missing)?;
+        let version = row
+            .get_by_name::<String, _>("version")?
+            .ok_or_else(missing)?;
         if version != env!("CARGO_PKG_VERSION") {
             return Err(SendJobsError::CatalogVersion(version));
         }
@@ -300,17 +308,9 @@ fn keep(
     Ok(prepared)
 }
 
-/// Executes one of our kept statements on the queue tables, as the extension's owner.
+/// Executes one of our kept statements on the queue tables, as the extension's owner,
+/// planned as `planning` says (src/statements.rs: `Statement::run`).
 pub fn execute<'conn>(
-    client: &SpiClient<'conn>,
-    statement: &OwnedPreparedStatement,
-    args: &[DatumWithOid<'_>],
-) -> Result<SpiTupleTable<'conn>> {
-    execute_planned(client, statement, args, Planning::Generic)
-}
-
-/// `execute`, planned as `planning` says.
-pub fn execute_planned<'conn>(
     client: &SpiClient<'conn>,
     statement: &OwnedPreparedStatement,
     args: &[DatumWithOid<'_>],
@@ -338,13 +338,4 @@ pub fn select<'conn>(
     args: &[DatumWithOid<'_>],
 ) -> Result<SpiTupleTable<'conn>> {
     within(Scope::Caller, || Ok(client.select(sql, None, args)?))
-}
-
-/// The first column of the first row, or None when there is no row (or it is NULL).
-pub fn first_value<T: FromDatum + IntoDatum>(rows: SpiTupleTable<'_>) -> Result<Option<T>> {
-    let rows = rows.first();
-    if rows.is_empty() {
-        return Ok(None);
-    }
-    Ok(rows.get_one::<T>()?)
 }

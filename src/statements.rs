@@ -1,11 +1,22 @@
-//! The statements the functions prepare, read from `sql/statements/` at compile time.
+//! The statements the functions run, one file each in `sql/statements/`, read at compile
+//! time. A file declares itself, at its top:
 //!
-//! One file per statement, as a reader would look for it (`claim.sql`, `finalize.sql`,
-//! ...); the benchmark reads the same files (bench/sqlgen.py). A file may hold variants
-//! of its statement: the lines after `--- variant NAME` belong to variant NAME only, up
-//! to the next `--- variant` or `--- end`; every other line belongs to all variants.
-//! Comment lines are dropped, so what the server logs and pg_stat_statements show is the
-//! statement alone. `@extschema@` is left for spi_plans to replace.
+//! ```sql
+//! --- params: now timestamptz, batch int8
+//! --- columns: id, gave_up
+//! ```
+//!
+//! the name and type of each parameter, `$1` first, and the names of its result columns
+//! (`none` for either when there are none). The module that runs a statement names its
+//! file beside the code, with `statement!`, passes the parameters in the declared order
+//! and reads the results by column name (`get_by_name`, or `first` here). `src/tests/statements.rs` prepares every
+//! file with its declared types and checks its result columns against the declaration.
+//!
+//! A file may hold variants of its statement: the lines after `--- variant NAME` belong
+//! to variant NAME only, up to the next `--- variant` or `--- end`; every other line
+//! belongs to all variants. Comment lines are dropped, so what the server logs and
+//! pg_stat_statements show is the statement alone. `@extschema@` is left for
+//! `spi_plans` to replace.
 //!
 //! The statements are for the catalog of this release only: a database whose catalog is
 //! older keeps the library of its own release until `ALTER EXTENSION sendjobs UPDATE`
@@ -13,76 +24,194 @@
 
 use std::sync::LazyLock;
 
-/// A statement's text: its file, or one variant of it.
-macro_rules! statement {
-    ($file:literal) => {
-        LazyLock::new(|| variant(include_str!(concat!("../sql/statements/", $file)), None))
-    };
-    ($file:literal, $variant:literal) => {
-        LazyLock::new(|| {
-            variant(
-                include_str!(concat!("../sql/statements/", $file)),
-                Some($variant),
-            )
-        })
-    };
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys::{self, PgOid};
+use pgrx::spi::{SpiClient, SpiTupleTable};
+use pgrx::{FromDatum, IntoDatum};
+
+use crate::errors::Result;
+use crate::spi_plans::{self, Planning};
+
+/// One statement of `sql/statements/` (or one variant of it): write it with `statement!`.
+pub struct Statement {
+    pub(crate) parsed: LazyLock<Parsed>,
 }
 
-type Statement = LazyLock<String>;
+/// What a statement file says, for one variant.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// The statement without comment lines, `@extschema@` still in it.
+    pub text: String,
+    /// Each parameter's name, `$1` first.
+    pub params: Vec<String>,
+    /// Each parameter's type.
+    pub types: Vec<PgOid>,
+    /// The names of the result columns, in order.
+    pub columns: Vec<String>,
+}
 
-pub static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
-pub static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
-pub static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
-pub static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
-pub static HEARTBEAT: Statement = statement!("heartbeat.sql");
-pub static JOB_EXISTS: Statement = statement!("job_exists.sql");
-pub static ENQUEUE_WITH_KEY: Statement = statement!("enqueue.sql", "with_key");
-pub static ENQUEUE_NO_KEY: Statement = statement!("enqueue.sql", "no_key");
-pub static ENQUEUE_FIND_BY_KEY: Statement = statement!("enqueue_find_by_key.sql");
-pub static LINK_SAVE: Statement = statement!("link_save.sql");
-pub static LINK_UNLINK: Statement = statement!("link_unlink.sql");
-pub static LINK_CURRENT: Statement = statement!("link_current.sql");
-pub static LINK_RIGHTS: Statement = statement!("link_rights.sql");
-pub static EXTENSION_SCHEMA: Statement = statement!("extension_schema.sql");
-pub static TABLE_NAME: Statement = statement!("table_name.sql");
-pub static TABLE_KIND: Statement = statement!("table_kind.sql");
-pub static COLUMN_TYPE: Statement = statement!("column_type.sql");
-pub static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
-pub static ACCESS_LEVEL: Statement = statement!("access_level.sql");
-pub static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
-pub static CANCEL: Statement = statement!("cancel.sql");
-pub static REDRIVE: Statement = statement!("redrive.sql");
-pub static REDRIVE_LOCK: Statement = statement!("redrive_lock.sql");
-pub static JOB_STATUSES: Statement = statement!("job_statuses.sql");
-pub static PURGE: Statement = statement!("purge.sql");
-pub static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
-pub static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
-pub static WAKEUP: Statement = statement!("wakeup.sql");
-pub static STATS: Statement = statement!("stats.sql");
+/// `statement!("claim.sql", "one_queue")`: variant `one_queue` of
+/// `sql/statements/claim.sql`; `statement!("cancel.sql")`: a file without variants.
+macro_rules! statement {
+    ($file:literal) => {
+        $crate::statements::Statement {
+            parsed: std::sync::LazyLock::new(|| {
+                $crate::statements::parse(
+                    $file,
+                    include_str!(concat!("../sql/statements/", $file)),
+                    None,
+                )
+            }),
+        }
+    };
+    ($file:literal, $variant:literal) => {
+        $crate::statements::Statement {
+            parsed: std::sync::LazyLock::new(|| {
+                $crate::statements::parse(
+                    $file,
+                    include_str!(concat!("../sql/statements/", $file)),
+                    Some($variant),
+                )
+            }),
+        }
+    };
+}
+pub(crate) use statement;
 
-/// The text of `wanted` (None: a file without variants), without comment lines.
-/// Panics when the file does not have that variant: a mistake in this file, which the
-/// first test to run the statement reports.
-pub(crate) fn variant(text: &str, wanted: Option<&str>) -> String {
+impl Statement {
+    /// The statement's text, `@extschema@` still in it.
+    pub fn text(&self) -> &str {
+        &self.parsed.text
+    }
+
+    fn check_args(&self, args: &[DatumWithOid<'_>]) {
+        debug_assert_eq!(
+            args.len(),
+            self.parsed.params.len(),
+            "the arguments of a statement are its declared parameters: {:?}",
+            self.parsed.params
+        );
+    }
+
+    /// Runs the statement on the queue tables, as the extension's owner, with a kept
+    /// generic plan (`spi_plans::within` says why).
+    pub fn run<'conn>(
+        &self,
+        client: &SpiClient<'conn>,
+        args: &[DatumWithOid<'_>],
+    ) -> Result<SpiTupleTable<'conn>> {
+        self.run_planned(client, args, Planning::Generic)
+    }
+
+    /// `run`, planned as `planning` says.
+    pub fn run_planned<'conn>(
+        &self,
+        client: &SpiClient<'conn>,
+        args: &[DatumWithOid<'_>],
+        planning: Planning,
+    ) -> Result<SpiTupleTable<'conn>> {
+        self.check_args(args);
+        let plan = spi_plans::plan(client, self.text(), &self.parsed.types)?;
+        spi_plans::execute(client, &plan, args, planning)
+    }
+
+    /// Runs the statement once, unprepared, as the caller: catalog look-ups and checks
+    /// of the caller's own input (`spi_plans::Scope::Caller`).
+    pub fn select_as_caller<'conn>(
+        &self,
+        client: &SpiClient<'conn>,
+        args: &[DatumWithOid<'_>],
+    ) -> Result<SpiTupleTable<'conn>> {
+        self.check_args(args);
+        spi_plans::select(client, self.text(), args)
+    }
+}
+
+/// Column `name` of the first row of `rows`; None when there is no row or it is NULL.
+pub fn first<T: FromDatum + IntoDatum>(rows: SpiTupleTable<'_>, name: &str) -> Result<Option<T>> {
+    let row = rows.first();
+    if row.is_empty() {
+        return Ok(None);
+    }
+    Ok(row.get_by_name::<T, _>(name)?)
+}
+
+/// The oid of a parameter type as the statement files spell it. Only the types our
+/// statements use: another one is a mistake in a file, which the first test to prepare
+/// it reports.
+fn type_oid(name: &str) -> Option<pg_sys::Oid> {
+    Some(match name {
+        "bool" => pg_sys::BOOLOID,
+        "int4" => pg_sys::INT4OID,
+        "int8" => pg_sys::INT8OID,
+        "int8[]" => pg_sys::INT8ARRAYOID,
+        "float8" => pg_sys::FLOAT8OID,
+        "text" => pg_sys::TEXTOID,
+        "text[]" => pg_sys::TEXTARRAYOID,
+        "jsonb" => pg_sys::JSONBOID,
+        "timestamptz" => pg_sys::TIMESTAMPTZOID,
+        "interval" => pg_sys::INTERVALOID,
+        "oid" => pg_sys::OIDOID,
+        "regclass" => pg_sys::REGCLASSOID,
+        _ => return None,
+    })
+}
+
+/// What `source` (the file `file`) says for variant `wanted` (None: a file without
+/// variants). Panics on a mistake in the file: a missing declaration, an unknown type, a
+/// variant it does not have; the first test to run the statement reports it.
+pub fn parse(file: &str, source: &str, wanted: Option<&str>) -> Parsed {
     let mut keep = true;
     let mut found = wanted.is_none();
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
+    let mut text = String::with_capacity(source.len());
+    let (mut params, mut columns): (Option<Vec<_>>, _) = (None, None);
+    for line in source.lines() {
         let code = line.trim_start();
         if let Some(marker) = code.strip_prefix("--- ") {
             let marker = marker.trim();
-            if let Some(name) = marker.strip_prefix("variant ") {
+            if let Some(list) = marker.strip_prefix("params:") {
+                params = Some(declared(list).map(|param| parameter(file, param)).collect());
+            } else if let Some(list) = marker.strip_prefix("columns:") {
+                columns = Some(declared(list).map(str::to_owned).collect());
+            } else if let Some(name) = marker.strip_prefix("variant ") {
                 keep = Some(name.trim()) == wanted;
                 found |= keep;
             } else {
-                // `--- end`
+                assert_eq!(marker, "end", "{file}: an unknown marker {marker:?}");
                 keep = true;
             }
         } else if keep && !code.is_empty() && !code.starts_with("--") {
-            out.push_str(line);
-            out.push('\n');
+            text.push_str(line);
+            text.push('\n');
         }
     }
-    assert!(found, "no variant {wanted:?} in a statement file");
-    out
+    assert!(found, "{file}: no variant {wanted:?}");
+    let (params, types) = params
+        .unwrap_or_else(|| panic!("{file}: no \"--- params:\" line"))
+        .into_iter()
+        .unzip();
+    Parsed {
+        text,
+        params,
+        types,
+        columns: columns.unwrap_or_else(|| panic!("{file}: no \"--- columns:\" line")),
+    }
+}
+
+/// The items of a declaration's comma-separated list; `none` is the empty list.
+fn declared(list: &str) -> impl Iterator<Item = &str> {
+    let list = list.trim();
+    list.split(',')
+        .map(str::trim)
+        .filter(move |_| list != "none")
+}
+
+/// `name type`, as a parameter is declared.
+fn parameter(file: &str, declaration: &str) -> (String, PgOid) {
+    let (name, type_name) = declaration
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("{file}: a parameter reads `name type`: {declaration:?}"));
+    let oid = type_oid(type_name.trim())
+        .unwrap_or_else(|| panic!("{file}: an unknown parameter type {type_name:?}"));
+    (name.to_owned(), oid.into())
 }

@@ -1,12 +1,13 @@
 //! sendjobs_stats: what an operator watches, one row per queue (sql/statements/stats.sql).
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, Result};
-use crate::spi_plans::{execute, plan, queue_relation_oids};
-use crate::statements::STATS;
+use crate::spi_plans::queue_relation_oids;
+use crate::statements::{statement, Statement};
+
+pub(crate) static STATS: Statement = statement!("stats.sql");
 
 /// A row of sendjobs_stats, as stats() builds it.
 type Row = (
@@ -59,32 +60,27 @@ fn sendjobs_stats() -> TableIterator<
 
 fn stats() -> Result<Vec<Row>> {
     Spi::connect_mut(|client| {
-        let stats = plan(
-            client,
-            &STATS,
-            &[pg_sys::TIMESTAMPTZOID.into(), pg_sys::OIDOID.into()],
-        )?;
         let (send_jobs, _) = queue_relation_oids(client)?;
-        let rows = execute(client, &stats, &[wall_clock().into(), send_jobs.into()])?;
+        let rows = STATS.run(client, &[wall_clock().into(), send_jobs.into()])?;
         let count = |row: &pgrx::spi::SpiHeapTupleData<'_>, column| -> Result<i64> {
-            Ok(row.get::<i64>(column)?.unwrap_or(0))
+            Ok(row.get_by_name::<i64, _>(column)?.unwrap_or(0))
         };
         rows.map(|row| {
             Ok((
-                row.get::<String>(1)?.unwrap_or_default(),
-                count(&row, 2)?,
-                count(&row, 3)?,
-                count(&row, 4)?,
-                count(&row, 5)?,
-                count(&row, 6)?,
-                row.get::<Interval>(7)?,
-                count(&row, 8)?,
-                count(&row, 9)?,
-                count(&row, 10)?,
-                row.get::<bool>(11)?.unwrap_or(false),
-                count(&row, 12)?,
-                row.get::<Interval>(13)?,
-                row.get::<i64>(14)?,
+                row.get_by_name::<String, _>("queue")?.unwrap_or_default(),
+                count(&row, "ready")?,
+                count(&row, "scheduled")?,
+                count(&row, "in_flight")?,
+                count(&row, "expired")?,
+                count(&row, "at_last_attempt")?,
+                row.get_by_name::<Interval, _>("oldest_ready_age")?,
+                count(&row, "sent_5m")?,
+                count(&row, "failed_5m")?,
+                count(&row, "cancelled_5m")?,
+                row.get_by_name::<bool, _>("estimated")?.unwrap_or(false),
+                count(&row, "dead_tuples")?,
+                row.get_by_name::<Interval, _>("oldest_xmin_age")?,
+                row.get_by_name::<i64, _>("oldest_xmin_xids")?,
             ))
         })
         .collect()

@@ -10,8 +10,11 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::errors::{or_raise, queue_name, required, Result};
-use crate::spi_plans::{execute, first_value, plan};
-use crate::statements::{QUEUE_NOTIFY, QUEUE_NOTIFY_SAVE, WAKEUP};
+use crate::statements::{first, statement, Statement};
+
+static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
+static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
+static WAKEUP: Statement = statement!("wakeup.sql");
 
 /// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
 /// queue sends, at commit, one `NOTIFY sendjobs_wakeup` with the queue's name as payload,
@@ -30,12 +33,7 @@ fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
         queue_name(queue)?;
     }
     Spi::connect_mut(|client| {
-        let save = plan(
-            client,
-            &QUEUE_NOTIFY_SAVE,
-            &[pg_sys::TEXTOID.into(), pg_sys::BOOLOID.into()],
-        )?;
-        execute(client, &save, &[queue.into(), enabled.into()])?;
+        QUEUE_NOTIFY_SAVE.run(client, &[queue.into(), enabled.into()])?;
         Ok(())
     })
 }
@@ -77,11 +75,9 @@ pub fn after_enqueue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
     if known.is_some() {
         return Ok(());
     }
-    let lookup = plan(client, &QUEUE_NOTIFY, &[pg_sys::TEXTOID.into()])?;
-    let notify = first_value::<bool>(execute(client, &lookup, &[queue.into()])?)? == Some(true);
+    let notify = first::<bool>(QUEUE_NOTIFY.run(client, &[queue.into()])?, "notify")? == Some(true);
     if notify {
-        let wakeup = plan(client, &WAKEUP, &[pg_sys::TEXTOID.into()])?;
-        execute(client, &wakeup, &[queue.into()])?;
+        WAKEUP.run(client, &[queue.into()])?;
     }
     DECIDED.with_borrow_mut(|decided| {
         if let Some(decided) = decided {

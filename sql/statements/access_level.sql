@@ -1,3 +1,5 @@
+--- params: level text
+--- columns: privilege
 -- sendjobs_grant and sendjobs_revoke (src/access.rs): what access level $1 holds, one
 -- privilege a row, as the text between GRANT and TO. No level writes the queue tables:
 -- the functions do that as the extension's owner (src/spi_plans.rs). `{schema}` is the

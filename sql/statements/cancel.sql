@@ -1,3 +1,5 @@
+--- params: id int8, now timestamptz
+--- columns: id
 -- sendjobs_cancel (src/cancel.rs): job $1, when pending or in_flight, becomes cancelled
 -- (terminal) with its 'cancelled' event, and moves to send_jobs_finished (sql/schema.sql);
 -- $2 now. A terminal job is left as it is. The holder of an in_flight job loses it: its

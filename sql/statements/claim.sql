@@ -1,5 +1,6 @@
+--- params: now timestamptz, batch int8, lease interval, queue text
+--- columns: job, gave_up, id, transaction_id, next_attempt_at
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
--- $1 now (timestamptz), $2 batch (int8), $3 lease (interval), $4 queue (text).
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
 -- finalize could never apply, on every attempt); it moves to send_jobs_finished. Such rows

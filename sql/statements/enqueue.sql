@@ -1,6 +1,7 @@
+--- params: payload jsonb, queue text, next_attempt_at timestamptz, transaction_id text, idempotency_key text, max_attempts int4, id_sequence oid
+--- columns: id
 -- sendjobs_enqueue (src/enqueue.rs): add a job; nothing when its idempotency key is taken.
--- $1 payload, $2 queue, $3 next_attempt_at, $4 transaction_id, $5 idempotency_key,
--- $6 max_attempts, $7 the ids' sequence (send_jobs_id_seq, as an oid).
+-- $7 is the ids' sequence, send_jobs_id_seq, as an oid.
 -- Two variants. no_key: a plain insert. with_key: the key is inserted into send_job_keys
 -- first, with the id the job will have (from $7), and the job only when
 -- the key was new: keys are unique across send_jobs and send_jobs_finished, which one

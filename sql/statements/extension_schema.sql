@@ -1,7 +1,10 @@
+--- params: none
+--- columns: schema, namespace, send_jobs, owner, version
 -- The extension as the functions need it (src/spi_plans.rs): its schema, quoted for SQL
 -- text and by oid (a renamed schema is noticed), the oid of its send_jobs, its owner, the
 -- version of its catalog.
-SELECT pg_catalog.quote_ident(n.nspname), n.oid, c.oid, e.extowner, e.extversion
+SELECT pg_catalog.quote_ident(n.nspname) AS schema, n.oid AS namespace, c.oid AS send_jobs,
+       e.extowner AS owner, e.extversion AS version
   FROM pg_catalog.pg_extension e
   JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
   JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'send_jobs'

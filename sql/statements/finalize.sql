@@ -1,9 +1,8 @@
+--- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
+--- columns: id, status, transaction_id, known
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
 -- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, the event of each
 -- terminal result, and per claim what the caller and the business-row stamp need.
--- $1 ids (int8[]), $2 generations (int8[]), $3 outcome (text), $4 now (timestamptz),
--- $5 retry_at (timestamptz), $6 backoff base ms (float8), $7 backoff max ms (float8),
--- $8 error (text).
 -- Two variants: batch (the claims unnested, joined to the table, results in input
 -- order) and one (a batch of one, every sendjobs_finalize: the same statement without
 -- the unnest, the join and the sort, which cost about as much as the finish itself for
@@ -78,12 +77,12 @@ done AS (
 --- variant batch
 SELECT claim.id, done.status, done.transaction_id,
        CASE WHEN done.id IS NOT NULL THEN true
-            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END
+            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END AS known
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
 --- variant one
-SELECT ($1::int8[])[1], done.status, done.transaction_id,
+SELECT ($1::int8[])[1] AS id, done.status, done.transaction_id,
        CASE WHEN done.id IS NOT NULL THEN true
-            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END
+            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END AS known
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end

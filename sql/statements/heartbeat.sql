@@ -1,3 +1,5 @@
+--- params: id int8, generation int8, now timestamptz, lease interval
+--- columns: id
 -- sendjobs_heartbeat (src/finalize.rs): extend the lease of the claim ($1 id, $2 generation)
 -- to $3 now + $4 lease, only while that claim is the current one of an in_flight job.
 UPDATE ONLY @extschema@.send_jobs

@@ -1,3 +1,5 @@
+--- params: none
+--- columns: stamp_sql, on_sent, on_failed, tbl, missing_column, key_type, on_redrive, linked_by, linker_exists, search_path
 -- The current link (src/link.rs), as what stamping needs: the stamp statement, built from
 -- the catalog at each use so a renamed table still works; on_sent and on_failed; the
 -- table's name and a missing column's name (a dropped or renamed column is reported,
@@ -11,16 +13,16 @@ SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 A
            link.tbl, link.status_column,
            pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),
            link.key_column,
-           pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)),
+           pg_catalog.format_type(key_col.atttypid, key_col.atttypmod)) AS stamp_sql,
        link.on_sent,
        link.on_failed,
-       link.tbl::pg_catalog.text,
+       link.tbl::pg_catalog.text AS tbl,
        CASE WHEN status_col.attnum IS NULL THEN link.status_column::pg_catalog.text
-            WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END,
-       pg_catalog.format_type(key_col.atttypid, key_col.atttypmod),
+            WHEN key_col.attnum IS NULL THEN link.key_column::pg_catalog.text END AS missing_column,
+       pg_catalog.format_type(key_col.atttypid, key_col.atttypmod) AS key_type,
        link.on_redrive,
-       link.linked_by::pg_catalog.oid,
-       EXISTS (SELECT FROM pg_catalog.pg_roles AS r WHERE r.oid = link.linked_by::pg_catalog.oid),
+       link.linked_by::pg_catalog.oid AS linked_by,
+       EXISTS (SELECT FROM pg_catalog.pg_roles AS r WHERE r.oid = link.linked_by::pg_catalog.oid) AS linker_exists,
        (SELECT pg_catalog.concat_ws(', ', 'pg_catalog', pg_catalog.string_agg(pg_catalog.quote_ident(s.nspname), ', ' ORDER BY s.rank), 'pg_temp')
           FROM (SELECT n.nspname, pg_catalog.min(schemas.rank) AS rank
                   FROM (VALUES (1, (SELECT c.relnamespace FROM pg_catalog.pg_class AS c WHERE c.oid = link.tbl)),
@@ -29,7 +31,7 @@ SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 A
                        AS schemas (rank, namespace)
                   JOIN pg_catalog.pg_namespace AS n ON n.oid = schemas.namespace
                  WHERE n.nspname <> 'pg_catalog'
-                 GROUP BY n.nspname) AS s)
+                 GROUP BY n.nspname) AS s) AS search_path
   FROM @extschema@.sendjobs_transaction_link AS link
   LEFT JOIN pg_catalog.pg_attribute AS status_col
          ON status_col.attrelid = link.tbl AND status_col.attname = link.status_column

@@ -1,6 +1,7 @@
+--- params: tbl regclass, key_column text, status_column text, on_sent text, on_failed text, on_redrive text, linked_by oid
+--- columns: none
 -- sendjobs_link_transactions (src/link.rs): declare (or replace) the one link.
--- $1 tbl (regclass), $2 key_column, $3 status_column, $4 on_sent, $5 on_failed,
--- $6 on_redrive, $7 the role that links it (the caller: stamps run as it).
+-- $7 is the role that links it: the caller; stamps run as it.
 INSERT INTO @extschema@.sendjobs_transaction_link
        (tbl, key_column, status_column, on_sent, on_failed, on_redrive, linked_by)
 VALUES ($1, $2::name, $3::name, $4, $5, $6, $7::pg_catalog.regrole)

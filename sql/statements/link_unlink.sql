@@ -1,2 +1,4 @@
+--- params: none
+--- columns: none
 -- sendjobs_unlink_transactions (src/link.rs): remove the link.
 DELETE FROM @extschema@.sendjobs_transaction_link

@@ -1,5 +1,7 @@
+--- params: tbl oid
+--- columns: attnum, attname
 -- The primary key columns of table $1, in key order (src/guard.rs: names a refused row).
-SELECT a.attnum::int4, a.attname::text
+SELECT a.attnum::int4 AS attnum, a.attname::text AS attname
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_attribute a
     ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])

@@ -1,3 +1,5 @@
+--- params: cutoff timestamptz, batch int8
+--- columns: deleted
 -- sendjobs_purge (src/purge.rs): delete up to $2 finished jobs whose event is older than
 -- the cutoff $1 (never later than now: src/purge.rs), and with them their events and
 -- idempotency keys. Found through the events, by send_job_events_created_at_idx: every
@@ -28,4 +30,4 @@ keys AS (
 events AS (
     DELETE FROM @extschema@.send_job_events AS event USING gone WHERE event.job_id = gone.id
 )
-SELECT pg_catalog.count(*) FROM gone
+SELECT pg_catalog.count(*) AS deleted FROM gone

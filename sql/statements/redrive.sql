@@ -1,4 +1,6 @@
--- sendjobs_redrive (src/redrive.rs), second statement: each failed job among $1 (int8[]),
+--- params: ids int8[], now timestamptz
+--- columns: id, new_id, created, transaction_id, queue
+-- sendjobs_redrive (src/redrive.rs), second statement: each failed job among $1,
 -- locked by redrive_lock.sql in this transaction, is sent again as a new job due at $2:
 -- same queue, payload, transaction_id and max_attempts, no idempotency key (the failed
 -- job, kept as history, keeps its own), redrive_of naming the failed job. A job already
@@ -22,7 +24,7 @@ created AS (
      ORDER BY id
  RETURNING id, redrive_of
 )
-SELECT failed.id, coalesce(created.id, earlier.id), created.id IS NOT NULL,
+SELECT failed.id, coalesce(created.id, earlier.id) AS new_id, created.id IS NOT NULL AS created,
        failed.transaction_id, failed.queue
   FROM failed
   LEFT JOIN created ON created.redrive_of = failed.id

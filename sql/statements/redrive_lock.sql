@@ -1,5 +1,7 @@
+--- params: ids int8[]
+--- columns: id
 -- sendjobs_redrive (src/redrive.rs), first of two statements: lock each failed job among
--- $1 (int8[]), in id order, by an UPDATE that changes nothing. A redrive of the same job
+-- $1, in id order, by an UPDATE that changes nothing. A redrive of the same job
 -- in another transaction waits here until that one ends; then, under READ COMMITTED, the
 -- next statement's snapshot sees the job it created (in send_jobs or, already finished,
 -- in send_jobs_finished), and under REPEATABLE READ or SERIALIZABLE this update fails

@@ -1,3 +1,5 @@
+--- params: now timestamptz, send_jobs oid
+--- columns: queue, ready, scheduled, in_flight, expired, at_last_attempt, oldest_ready_age, sent_5m, failed_5m, cancelled_5m, estimated, dead_tuples, oldest_xmin_age, oldest_xmin_xids
 -- sendjobs_stats (src/stats.rs): one row per queue with unfinished jobs or events in the
 -- last 5 minutes; $1 now, $2 send_jobs (its oid). Its cost is bounded whatever the
 -- backlog and the throughput (README: sendjobs_stats; the plan is checked by
@@ -222,17 +224,18 @@ vacuum AS (
                   FROM pg_catalog.pg_replication_slots))::int8 AS oldest_xmin_xids
 )
 SELECT q.queue,
-       coalesce(p.ready, 0), coalesce(p.scheduled, 0),
-       coalesce(h.in_flight, 0), coalesce(h.expired, 0),
-       coalesce(h.at_last_attempt, 0),
+       coalesce(p.ready, 0) AS ready, coalesce(p.scheduled, 0) AS scheduled,
+       coalesce(h.in_flight, 0) AS in_flight, coalesce(h.expired, 0) AS expired,
+       coalesce(h.at_last_attempt, 0) AS at_last_attempt,
        -- A job due at -infinity (enqueued before 0.2.1 refused it) is as old as the
        -- earliest timestamp there is: subtracting -infinity fails (22008), and one such
        -- job made every call fail (tests/pg_regress/sql/stats.sql).
        CASE WHEN p.oldest_due <= $1
-            THEN $1 - greatest(p.oldest_due, '4714-11-24 00:00:00+00 BC'::pg_catalog.timestamptz) END,
-       coalesce(f.sent, 0), coalesce(f.failed, 0),
-       coalesce(f.cancelled, 0),
-       coalesce(p.estimated, false) OR NOT coalesce(w.exact, true),
+            THEN $1 - greatest(p.oldest_due, '4714-11-24 00:00:00+00 BC'::pg_catalog.timestamptz) END
+           AS oldest_ready_age,
+       coalesce(f.sent, 0) AS sent_5m, coalesce(f.failed, 0) AS failed_5m,
+       coalesce(f.cancelled, 0) AS cancelled_5m,
+       coalesce(p.estimated, false) OR NOT coalesce(w.exact, true) AS estimated,
        v.dead_tuples, v.oldest_xmin_age, v.oldest_xmin_xids
   FROM (SELECT queue FROM pending UNION SELECT queue FROM held UNION SELECT queue FROM finished) AS q
   LEFT JOIN pending AS p ON p.queue = q.queue

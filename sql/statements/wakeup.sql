@@ -1,2 +1,4 @@
+--- params: queue text
+--- columns: notified
 -- sendjobs_enqueue (src/wakeup.rs): wake the workers of queue $1, at commit.
-SELECT pg_catalog.pg_notify('sendjobs_wakeup', $1)
+SELECT pg_catalog.pg_notify('sendjobs_wakeup', $1) AS notified

@@ -7,15 +7,11 @@
 
 use pgrx::prelude::*;
 
-mod claim;
-mod enqueue;
-mod finalize;
 mod guard;
 mod job_state;
 mod link;
 mod model;
 mod plans;
-#[cfg(test)]
 mod statements;
 
 fn run(sql: &str) {

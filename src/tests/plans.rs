@@ -34,7 +34,9 @@ mod tests {
         run("INSERT INTO send_jobs (payload, next_attempt_at)
              SELECT '{}', now() - interval '1 day' + g * interval '1 ms' FROM generate_series(1, 1000000) g;
              ANALYZE send_jobs;");
-        let schema_sql = crate::statements::CLAIM_ANY_QUEUE.replace("@extschema@", "public");
+        let schema_sql = crate::claim::CLAIM_ANY_QUEUE
+            .text()
+            .replace("@extschema@", "public");
         run(&format!(
             "PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"
         ));
@@ -73,7 +75,9 @@ mod tests {
              SELECT jsonb_build_object('pad', repeat('x', 1500)), now() - interval '1 day' + g * interval '1 ms'
                FROM generate_series(1, 10000) g;
              ANALYZE send_jobs;");
-        let schema_sql = crate::statements::CLAIM_ANY_QUEUE.replace("@extschema@", "public");
+        let schema_sql = crate::claim::CLAIM_ANY_QUEUE
+            .text()
+            .replace("@extschema@", "public");
         run(&format!(
             "PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"
         ));
@@ -103,8 +107,8 @@ mod tests {
              SELECT count(*) FROM sendjobs_claim(1000, '1 hour');");
         run("SET LOCAL plan_cache_mode = force_generic_plan");
         let statements = [
-            ("batch", crate::statements::FINALIZE_BATCH.as_str()),
-            ("one", crate::statements::FINALIZE_ONE.as_str()),
+            ("batch", crate::finalize::FINALIZE_BATCH.text()),
+            ("one", crate::finalize::FINALIZE_ONE.text()),
         ];
         for (name, sql) in statements {
             let (id, generation) = Spi::get_two::<i64, i64>(
@@ -166,7 +170,7 @@ mod tests {
               WHERE status IN ('sent', 'failed') ORDER BY id;
              ANALYZE send_jobs, send_job_events;
              SELECT count(*) FROM sendjobs_claim(100, '1 hour');");
-        let sql = crate::statements::STATS.replace("@extschema@", "public");
+        let sql = crate::stats::STATS.text().replace("@extschema@", "public");
         run(&format!("PREPARE stats_probe(timestamptz, oid) AS {sql}"));
         run("SET LOCAL plan_cache_mode = force_generic_plan");
         run("SET LOCAL max_parallel_workers_per_gather = 0"); // as src/spi_plans.rs runs it

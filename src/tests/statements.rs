@@ -1,18 +1,132 @@
-//! The variant rule of the statement files (src/statements.rs), without a server.
+//! The statement files (src/statements.rs): the variant rule and the declarations, without
+//! a server; and, in one, that every file's declared columns are what it returns.
 
-use crate::statements::variant;
+#[cfg(test)]
+mod parsing {
+    use pgrx::pg_sys;
 
-const FILE: &str =
-    "-- a comment\nSELECT 1\n--- variant a\n  + 2\n--- variant b\n  + 3\n--- end\n  AS x\n";
+    use crate::statements::parse;
 
-#[test]
-fn a_variant_keeps_its_own_lines_and_the_shared_ones() {
-    assert_eq!(variant(FILE, Some("a")), "SELECT 1\n  + 2\n  AS x\n");
-    assert_eq!(variant(FILE, Some("b")), "SELECT 1\n  + 3\n  AS x\n");
+    const FILE: &str = "--- params: a int8, b text\n--- columns: x\n-- a comment\n\
+        SELECT 1\n--- variant a\n  + 2\n--- variant b\n  + 3\n--- end\n  AS x\n";
+
+    #[test]
+    fn a_variant_keeps_its_own_lines_and_the_shared_ones() {
+        assert_eq!(
+            parse("f", FILE, Some("a")).text,
+            "SELECT 1\n  + 2\n  AS x\n"
+        );
+        assert_eq!(
+            parse("f", FILE, Some("b")).text,
+            "SELECT 1\n  + 3\n  AS x\n"
+        );
+    }
+
+    #[test]
+    fn the_declarations_are_read_and_left_out_of_the_text() {
+        let parsed = parse("f", FILE, Some("a"));
+        assert_eq!(parsed.params, ["a", "b"]);
+        assert_eq!(
+            parsed.types,
+            [pg_sys::INT8OID.into(), pg_sys::TEXTOID.into()]
+        );
+        assert_eq!(parsed.columns, ["x"]);
+        let none = parse(
+            "f",
+            "--- params: none\n--- columns: none\nDELETE FROM t\n",
+            None,
+        );
+        assert!(none.params.is_empty() && none.types.is_empty() && none.columns.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "no variant")]
+    fn an_unknown_variant_is_a_mistake() {
+        parse("f", FILE, Some("c"));
+    }
+
+    #[test]
+    #[should_panic(expected = "an unknown parameter type")]
+    fn an_unknown_type_is_a_mistake() {
+        parse(
+            "f",
+            "--- params: a numeric\n--- columns: none\nSELECT $1\n",
+            None,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "no \"--- columns:\" line")]
+    fn a_file_declares_its_columns() {
+        parse("f", "--- params: none\nSELECT 1\n", None);
+    }
 }
 
-#[test]
-#[should_panic(expected = "no variant")]
-fn an_unknown_variant_is_a_mistake() {
-    variant(FILE, Some("c"));
+#[pgrx::pg_schema]
+mod tests {
+    use std::ffi::CString;
+
+    use pgrx::prelude::*;
+    use pgrx::{PgList, PgTupleDesc};
+
+    use crate::statements::{parse, Parsed};
+
+    /// The names of the columns `parsed` returns, as the server prepares it with the
+    /// declared parameter types (an undeclared or wrongly typed parameter fails here).
+    fn result_columns(file: &str, parsed: &Parsed) -> Vec<String> {
+        let text = CString::new(parsed.text.replace("@extschema@", "public")).unwrap();
+        let mut types: Vec<pg_sys::Oid> = parsed.types.iter().map(|t| t.value()).collect();
+        Spi::connect(|_| {
+            // SAFETY: SPI is connected; the plan's sources and their result descriptor
+            // live in SPI's memory until it disconnects, after we have read them.
+            unsafe {
+                let plan =
+                    pg_sys::SPI_prepare(text.as_ptr(), types.len() as i32, types.as_mut_ptr());
+                assert!(!plan.is_null(), "{file}: SPI_prepare failed");
+                let sources = PgList::<pg_sys::CachedPlanSource>::from_pg(
+                    pg_sys::SPI_plan_get_plan_sources(plan),
+                );
+                let source = sources.get_ptr(0).expect("a plan source");
+                let desc = (*source).resultDesc;
+                if desc.is_null() {
+                    return Vec::new();
+                }
+                PgTupleDesc::from_pg_unchecked(desc)
+                    .iter()
+                    .map(|attribute| attribute.name().to_owned())
+                    .collect()
+            }
+        })
+    }
+
+    /// Every file of sql/statements, each variant: prepared with its declared parameter
+    /// types, it returns the columns it declares, by name and in order.
+    #[pg_test]
+    fn every_statement_returns_the_columns_it_declares() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sql/statements");
+        let mut checked = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let source = std::fs::read_to_string(&path).unwrap();
+            let mut variants: Vec<Option<&str>> = source
+                .lines()
+                .filter_map(|line| line.trim().strip_prefix("--- variant "))
+                .map(|name| Some(name.trim()))
+                .collect();
+            if variants.is_empty() {
+                variants.push(None);
+            }
+            for variant in variants {
+                let parsed = parse(&file, &source, variant);
+                assert_eq!(
+                    result_columns(&file, &parsed),
+                    parsed.columns,
+                    "{file}, variant {variant:?}: the columns it returns"
+                );
+                checked.push(format!("{file} {variant:?}"));
+            }
+        }
+        assert!(checked.len() >= 30, "only {checked:?}");
+    }
 }

@@ -327,6 +327,28 @@ SELECT * FROM orders;
 SELECT count(*) AS links FROM sendjobs_transaction_link;
 
 -------------------------------------------------------------------------------------
+-- Finalize in batches
+-------------------------------------------------------------------------------------
+
+-- sendjobs_finalize_batch(ids, generations, outcome, error, retry_at) finalizes many
+-- claims in one call, all with one outcome, each fenced on its own as sendjobs_finalize
+-- fences one. One row per claim, in input order, says whether it applied; the terminal
+-- ones that applied stage their events and stamp their business rows.
+INSERT INTO payments (id) VALUES ('pay-4'), ('pay-5'), ('pay-6');
+SELECT sendjobs_link_transactions('payments');
+SELECT sendjobs_enqueue(format('{"payment": "%s"}', id)::jsonb, 'batch', transaction_id => id)
+  FROM payments WHERE id IN ('pay-4', 'pay-5', 'pay-6') ORDER BY id;
+SELECT id, transaction_id, claim_generation FROM sendjobs_claim(3, queue => 'batch');
+-- Job 28 is given a generation that is not its claim's (2, not 1): that one is stale.
+SELECT * FROM sendjobs_finalize_batch(ARRAY[29, 27, 28], ARRAY[1, 1, 2], 'sent');
+SELECT * FROM payments WHERE id IN ('pay-4', 'pay-5', 'pay-6') ORDER BY id;
+SELECT id, status FROM send_jobs WHERE id IN (27, 28, 29) ORDER BY id;
+SELECT job_id, transaction_id, kind FROM send_job_events WHERE job_id IN (27, 28, 29) ORDER BY job_id;
+-- An empty batch finalizes nothing and returns no rows.
+SELECT count(*) AS results FROM sendjobs_finalize_batch('{}', '{}', 'sent');
+SELECT sendjobs_unlink_transactions();
+
+-------------------------------------------------------------------------------------
 -- The invariants, over everything this file did
 -------------------------------------------------------------------------------------
 

@@ -149,6 +149,34 @@ SELECT sendjobs_finalize(2, 1, 'sent') AS pending_job, sendjobs_finalize(1, 2, '
 SELECT nothing_changed();
 
 -------------------------------------------------------------------------------------
+-- sendjobs_finalize_batch
+-------------------------------------------------------------------------------------
+
+-- 22004: ids, generations and every element of them are required.
+SELECT * FROM sendjobs_finalize_batch(NULL, ARRAY[1], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1], NULL, 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1, NULL], ARRAY[1, 1], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1, 2], ARRAY[1, NULL], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: arrays of different lengths, an id twice, a negative generation, an unknown
+-- outcome.
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1], ARRAY[1, 1], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1, 1], ARRAY[1, 1], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1], ARRAY[-1], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1], ARRAY[1], 'nope');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- P0002: one id that does not exist fails the whole batch, the claims that would have
+-- applied included (job 1 under generation 1 is current).
+SELECT * FROM sendjobs_finalize_batch(ARRAY[1, 999], ARRAY[1, 1], 'sent');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+
+-------------------------------------------------------------------------------------
 -- sendjobs_heartbeat
 -------------------------------------------------------------------------------------
 
