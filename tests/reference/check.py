@@ -1,5 +1,6 @@
 """docs/reference.md cannot drift: this runs every example of it and checks that it covers
-every function, setting and SQLSTATE of the extension.
+every function, setting and SQLSTATE of the extension. And the README's Quick look runs as
+pasted.
 
 Every ```sql block of the reference runs, in order, in one psql session on a fresh
 database of the cluster named by PGHOST/PGPORT (scripts/test.sh starts a throwaway one);
@@ -10,8 +11,14 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every setting `sendjobs.*` the library defines is named;
   * every SQLSTATE in src/errors.rs is named.
 
+First, the ```sql blocks of the README's "## Quick look" section run the same way, in
+order, in one psql session as a superuser on a fresh database of their own: each must
+print no ERROR, and one followed by a ```text block must print exactly that. The roles
+it creates are dropped afterwards (and before, should an earlier run have left them),
+so that the reference's own roles can be created next.
+
     python3 tests/reference/check.py            # check
-    python3 tests/reference/check.py --update   # write psql's output into the reference
+    python3 tests/reference/check.py --update   # write psql's output into both pages
 """
 
 import os
@@ -21,16 +28,19 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REFERENCE = os.path.join(ROOT, "docs", "reference.md")
+README = os.path.join(ROOT, "README.md")
 ERRORS_RS = os.path.join(ROOT, "src", "errors.rs")
 BLOCK = re.compile(r"```sql\n(.*?)```\n(?:\n```text\n(.*?)```\n)?", re.S)
 MARK = "@@ example {} @@"
 DATABASE = "sendjobs_reference"
+README_DATABASE = "sendjobs_readme"
+QUICK_LOOK = re.compile(r"^## Quick look\n(.*?)(?=^## |\Z)", re.S | re.M)
 
 
-def psql(script):
-    """Runs `script` in one psql session on the reference's database: its exit status,
-    stdout and stderr. VERBOSITY verbose puts the SQLSTATE in each error line (see without_noise)."""
-    out = subprocess.run(["psql", "-X", "-q", "-d", DATABASE], text=True, capture_output=True,
+def psql(script, database=DATABASE):
+    """Runs `script` in one psql session on `database`: its exit status, stdout and
+    stderr. VERBOSITY verbose puts the SQLSTATE in each error line (see without_noise)."""
+    out = subprocess.run(["psql", "-X", "-q", "-d", database], text=True, capture_output=True,
                          input="\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + script)
     return out.returncode, out.stdout, out.stderr
 
@@ -49,13 +59,13 @@ def query(sql):
     return stdout
 
 
-def run_examples(blocks):
-    subprocess.run(["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {DATABASE}",
-                    "-c", f"CREATE DATABASE {DATABASE}"], check=True)
+def run_examples(blocks, database=DATABASE):
+    subprocess.run(["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {database}",
+                    "-c", f"CREATE DATABASE {database}"], check=True)
     # stdout and stderr are read apart: each example echoes a mark to both, so that the
     # two streams can be cut at the same places and put back in order within a block.
     _, stdout, stderr = psql("".join(f"\\echo '{MARK.format(i)}'\n\\warn '{MARK.format(i)}'\n{sql}"
-                                  for i, (sql, _) in enumerate(blocks)))
+                                  for i, (sql, _) in enumerate(blocks)), database)
     # psql prints a statement's result before the next statement's error, so within an
     # example the errors follow the results only when the error comes last; the examples
     # are written that way (one failing statement, at the end).
@@ -66,6 +76,45 @@ def split(text, n):
     parts = re.split(r"^@@ example (\d+) @@\n", text, flags=re.M)
     found = {int(parts[i]): parts[i + 1] for i in range(1, len(parts), 2)}
     return [found.get(i, "") for i in range(n)]
+
+
+def drop_roles(names):
+    """Drops the roles the Quick look creates, and its database (which holds their grants)."""
+    subprocess.run(["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {README_DATABASE}"]
+                   + [a for name in names for a in ("-c", f'DROP ROLE IF EXISTS "{name}"')], check=True)
+
+
+def check_quick_look(readme, update):
+    """Runs the README's Quick look on a fresh database: its failures, and the README with
+    psql's output written into its ```text blocks when `update`."""
+    section = QUICK_LOOK.search(readme)
+    blocks = [(m.group(1), m.group(2)) for m in BLOCK.finditer(section.group(1))] if section else []
+    if not blocks:
+        return ["README.md: no ```sql block in a \"## Quick look\" section"], readme
+    roles = re.findall(r"^CREATE ROLE (\w+)", "".join(sql for sql, _ in blocks), re.M | re.I)
+    drop_roles(roles)
+    try:
+        outputs = run_examples(blocks, README_DATABASE)
+    finally:
+        drop_roles(roles)
+    failures = []
+    for i, ((sql, expected), got) in enumerate(zip(blocks, outputs)):
+        first = sql.splitlines()[0]
+        if expected is None and "ERROR:" in got:
+            failures.append(f"README Quick look, block {i + 1} ({first}) failed:\n{got}")
+        elif expected is not None and expected != got and not update:
+            failures.append(f"README Quick look, block {i + 1} ({first}):\n--- expected\n"
+                            f"{expected}--- psql printed\n{got}")
+    if update:
+        it = iter(outputs)
+
+        def written(m):
+            got = next(it)
+            return m.group(0) if m.group(2) is None else f"```sql\n{m.group(1)}```\n\n```text\n{got}```\n"
+        body = BLOCK.sub(written, section.group(1))
+        readme = readme[:section.start(1)] + body + readme[section.end(1):]
+    print(f"README Quick look: {len(blocks)} blocks run, {len(failures)} failures", flush=True)
+    return failures, readme
 
 
 def coverage(doc):
@@ -98,11 +147,16 @@ def coverage(doc):
 
 def main(argv):
     update = "--update" in argv
+    with open(README) as f:
+        readme = f.read()
+    failures, written = check_quick_look(readme, update)
+    if update and written != readme:
+        with open(README, "w") as f:
+            f.write(written)
     with open(REFERENCE) as f:
         doc = f.read()
     blocks = [(m.group(1), m.group(2)) for m in BLOCK.finditer(doc)]
     outputs = run_examples(blocks)
-    failures = []
     if update:
         it = iter(outputs)
         doc = BLOCK.sub(lambda m: f"```sql\n{m.group(1)}```\n\n```text\n{next(it)}```\n", doc)
