@@ -4,7 +4,7 @@
 # `python3 -m soak.soak`) in a fresh folder under /tmp, where it makes its own cluster(s)
 # with tests/cluster.py, injects faults (backend terminations during claim, send and
 # finalize; worker kills and pauses; `pg_ctl -m immediate` crashes; or a failover to a
-# synchronous standby) and checks every invariant of CONTRACT.md at the end. Every
+# synchronous standby) and checks the invariants of docs/contract.md at the end. Every
 # cluster is stopped and the folder removed, pass or fail. Exits with the soak's code
 # (0 = every invariant held, 1 = violations, 2 = did not finish / missed its targets).
 #

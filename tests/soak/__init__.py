@@ -9,7 +9,7 @@
                         deliberately broken variants the checker must catch
     lifecycle.py        the soak's operator (cancel, redrive, purge while workers run) and
                         the finished jobs seeded before the run for the purge
-    checker.py          the invariant checker: one function per invariant of the README's table
+    checker.py          the invariant checker: one function per invariant of docs/contract.md
     checker_selftest.py the checker's own test: one mutation of a clean run's records per check
     summary.py          the summary table both mains print
     soak.py             the chaos soak's main (scripts/soak.sh runs it)

@@ -1,8 +1,8 @@
-"""The invariant checker: one function per row of the README's table of invariants
-(durability, then 1 to 8, then the lifecycle functions of 0.2.0: cancel, redrive,
-purge, stats), each comparing the three records of a run -- the partner's record of
-every send, the harness's record of every call and the database with its witness rows
-(how they are kept, and why they stay true across crashes and failovers:
+"""The invariant checker: one function per invariant of docs/contract.md (durability,
+14, first; then 1 to 8; then those of the lifecycle functions of 0.2.0: cancel 10,
+redrive 11, purge 12, stats 13), each comparing the three records of a run -- the
+partner's record of every send, the harness's record of every call and the database with
+its witness rows (how they are kept, and why they stay true across crashes and failovers:
 tests/soak/records.py) -- and adding what it finds to the run's `Violations` under a
 fixed check name. `check_everything` runs them all in order; the demo and the soak call
 it once at the end of a run, the self-test (tests/soak/checker_selftest.py) once per
@@ -124,7 +124,7 @@ class Evidence:
 
 
 # ----------------------------------------------------------------------------------
-# durability: every answer that came back is in the database
+# 14. durability: every answer that came back is in the database
 # ----------------------------------------------------------------------------------
 
 def check_durability(ev, V, stats):
@@ -547,7 +547,7 @@ def check_one_give_up(ev, V, j):
 
 
 # ----------------------------------------------------------------------------------
-# cancel
+# 10. cancel
 # ----------------------------------------------------------------------------------
 
 def check_cancels(ev, V, stats):
@@ -610,7 +610,7 @@ def check_one_cancel(ev, V, stats, j, w):
 
 
 # ----------------------------------------------------------------------------------
-# redrive
+# 11. redrive
 # ----------------------------------------------------------------------------------
 
 def check_redrives(ev, V, stats):
@@ -658,7 +658,7 @@ def check_redrives(ev, V, stats):
 
 
 # ----------------------------------------------------------------------------------
-# purge
+# 12. purge
 # ----------------------------------------------------------------------------------
 
 def check_purge(ev, V, stats):
@@ -689,7 +689,7 @@ def check_purge(ev, V, stats):
 
 
 # ----------------------------------------------------------------------------------
-# stats
+# 13. stats
 # ----------------------------------------------------------------------------------
 
 # How far an estimated count of sendjobs_stats may be from the rows. An estimate is
@@ -795,10 +795,10 @@ def count_outcomes(ev, stats):
 
 
 def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
-    """Checks every invariant of the README's table (durability, then 1 to 8, then cancel,
-    redrive, purge and stats) against the three records: `db` from records.read_database, the
-    partner's requests, and the calls in ctx.record. Fills `stats`; adds violations to
-    ctx.violations."""
+    """Checks the invariants of docs/contract.md (durability 14, then 1 to 8, then cancel
+    10, redrive 11, purge 12 and stats 13) against the three records: `db` from
+    records.read_database, the partner's requests, and the calls in ctx.record. Fills
+    `stats`; adds violations to ctx.violations."""
     ev = Evidence(ctx, db, partner_requests)
     V = ctx.violations
     check_durability(ev, V, stats)

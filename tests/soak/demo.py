@@ -16,7 +16,7 @@ PGPORT, PGUSER and PGDATABASE, which that sets), this module:
     lease, or send slowly while heartbeating;
   * runs a "late reconciler" that keeps trying to flip finished business rows between
     success and failed (the guard must refuse);
-  * stops when every job is terminal and checks the invariants of CONTRACT.md against
+  * stops when every job is terminal and checks the invariants of docs/contract.md against
     the partner's record, the workers' record of every call and the database.
 
 The workers, the partner, the record and the checker are the other modules of this

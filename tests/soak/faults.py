@@ -199,7 +199,7 @@ BROKEN = {
         sql=BROKEN_FINALIZE.format(generation_fence="AND claim_generation = p_gen",
                                    event_condition="AND p_outcome <> 'retry'")),
     "claim-wrong-clock": dict(
-        doc="sendjobs_claim that judges a stuck job by its scheduled time (bug 1 of CONTRACT.md)",
+        doc="sendjobs_claim that judges a stuck job by its scheduled time (docs/contract.md, bug 1)",
         sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="next_attempt_at + l <= t",
                                 generation="j.claim_generation + 1"), no_poison=True),
     "claim-ignores-schedule": dict(

@@ -34,9 +34,10 @@ too, with their answers; what they did is in the database itself (a new job's
 `redrive_of`, the jobs a purge left).
 
 The checker then proves: every answer that came back is in the database (durability
-across crashes and failover); the witness history of each job obeys the invariants of
-the README (one live claim ... nothing lost, at most max_attempts sends) and of the
-lifecycle functions (giving up, cancel, redrive, purge); and the partner's record
+across crashes and failover, invariant 14 of docs/contract.md); the witness history of
+each job obeys invariants 1 to 8 (one live claim ... nothing lost, at most max_attempts
+sends) and those of the lifecycle functions (giving up, cancel, redrive, purge: 8, 10 to
+12); and the partner's record
 agrees with that history (re-sends only after the previous holder's lease, as the
 database recorded it at claim and heartbeat time, had ended; never more sends of a job
 than its max_attempts). The partner lives in tests/soak/partner.py, the workers that

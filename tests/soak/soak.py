@@ -25,10 +25,10 @@ and runs:
     the standby mid-run.
 
 When the chaos phase has met its targets it stops injecting faults (and the operator
-stops), lets the workers drain every job, and checks every invariant of the README --
-durability, 1 to 8, what cancel, redrive and purge must and must not do, and that
-sendjobs_stats agrees with the rows -- against the partner's record, the harness's
-record of every call and the database (tests/soak/checker.py).
+stops), lets the workers drain every job, and checks the invariants of docs/contract.md
+-- 1 to 8, what cancel, redrive and purge must and must not do (10 to 12), that
+sendjobs_stats agrees with the rows (13), and durability (14) -- against the partner's
+record, the harness's record of every call and the database (tests/soak/checker.py).
 
 This module is the soak's main: its options, the run (clusters, threads, the failover,
 the summary), the checker's self-test on the run's records (--self-test-checker) and

@@ -604,7 +604,7 @@ class Worker(threading.Thread):
     def pause(self, job):
         """Stuck past the lease, then finalizes late. Half the time the injector picks the
         worst moment to wake the worker: just after another worker has reclaimed the job,
-        while that newer claim still holds it (the race of bug 2 in CONTRACT.md)."""
+        while that newer claim still holds it (the race of bug 2 in docs/contract.md)."""
         deadline = time.monotonic() + self.lease + self.rng.uniform(0.3, self.args.pause_extra)
         if self.rng.random() < 0.5 and self.conn is not None:
             time.sleep(self.lease)  # the lease began at the claim: it has expired by now
