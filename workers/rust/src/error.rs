@@ -13,8 +13,9 @@ use tokio_postgres::error::SqlState;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A setting of [`Config`](crate::Config) that cannot work (a zero lease, a zero
-    /// batch): [`Worker::new`](crate::Worker::new) refuses it, before any connection.
+    /// A setting of [`Config`](crate::Config) that cannot work (a lease under 10 ms, a
+    /// zero batch): [`Worker::new`](crate::Worker::new) and
+    /// [`Worker::typed`](crate::Worker::typed) refuse it, before any connection.
     #[error("sendjobs-worker: {0}")]
     Config(#[from] ConfigError),
 
@@ -50,8 +51,8 @@ pub enum ConfigError {
         setting: Setting,
     },
 
-    /// The lease is shorter than [`Config::MIN_LEASE`](crate::Config::MIN_LEASE): the
-    /// worker renews it every half lease, and a shorter one would be spent on heartbeats.
+    /// The lease is shorter than [`Config::MIN_LEASE`](crate::Config::MIN_LEASE) (the
+    /// worker renews a lease every half lease: a zero one could not be renewed at all).
     #[error(
         "the lease must be at least {:?}, got {lease:?}",
         crate::Config::MIN_LEASE

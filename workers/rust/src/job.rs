@@ -83,16 +83,16 @@ impl<T> Job<T> {
 }
 
 impl Job {
-    /// The job with its payload decoded as `T`; if it does not decode, the outcome the
-    /// worker finalizes instead: `failed`, with serde's reason as the job's `last_error`.
-    pub(crate) fn decode<T: DeserializeOwned>(mut self) -> Result<Job<T>, Outcome> {
+    /// The job with its payload decoded as `T`; if it does not decode, why: the error the
+    /// worker finalizes it `failed` with (its `last_error`), serde's reason in it.
+    pub(crate) fn decode<T: DeserializeOwned>(mut self) -> Result<Job<T>, String> {
         let json = std::mem::take(&mut self.payload);
         match serde_json::from_value(json) {
             Ok(payload) => Ok(self.with_payload(payload)),
-            Err(e) => Err(Outcome::failed(format!(
+            Err(e) => Err(format!(
                 "sendjobs-worker: the payload does not decode as {}: {e}",
                 std::any::type_name::<T>()
-            ))),
+            )),
         }
     }
 }
@@ -198,8 +198,9 @@ mod tests {
         }
     }
 
-    /// A payload that does not fit is not handed to the send: its outcome is `failed`,
-    /// the type and serde's reason in the error, so that `last_error` says what to fix.
+    /// A payload that does not fit does not decode: the reason (the job's `last_error`,
+    /// the worker finalizing it `failed`) names the type and gives serde's reason, so
+    /// that it says what to fix.
     #[test]
     fn a_payload_that_does_not_decode_fails_its_job() {
         let cases = [
@@ -211,10 +212,7 @@ mod tests {
             (serde_json::json!("a@example.com"), "expected struct Email"),
         ];
         for (json, reason) in cases {
-            let outcome = claimed(json).decode::<Email>().unwrap_err();
-            let Outcome::Failed { error } = &outcome else {
-                panic!("{outcome:?}");
-            };
+            let error = claimed(json).decode::<Email>().unwrap_err();
             // The type as std::any::type_name writes it (a path, which it does not promise).
             let prefix = "sendjobs-worker: the payload does not decode as ";
             assert!(

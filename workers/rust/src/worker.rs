@@ -99,9 +99,10 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
     ///
     /// `send` is called once per claim of a job, in a task of its own, with the job's
     /// payload decoded as `T` (a payload that does not decode is finalized `failed`
-    /// without a send: [`Worker::typed`]); what it returns is finalized. If the job is lost meanwhile (a heartbeat answers `stale`), or the send
-    /// outlives its timeout, its task is aborted: `send` should hold nothing that an abort
-    /// at an `.await` would leave inconsistent.
+    /// without a send: [`Worker::typed`]); what it returns is finalized. If the job is
+    /// lost meanwhile (a heartbeat answers `stale`), or the send outlives its timeout, its
+    /// task is aborted: `send` should hold nothing that an abort at an `.await` would
+    /// leave inconsistent.
     ///
     /// Returns an error if the first connection fails, or if a claim fails for a reason
     /// that waiting cannot mend (a permission, a batch above `sendjobs.max_batch`: the
@@ -270,12 +271,10 @@ impl SendTask {
     {
         let job = match job.decode::<T>() {
             Ok(job) => job,
-            Err(failed) => {
-                if let Outcome::Failed { error } = &failed {
-                    log::warn!("sendjobs-worker: job {}: {error}", self.id);
-                }
+            Err(reason) => {
+                log::warn!("{reason} (job {}, finalized failed)", self.id);
                 bump(&self.counters.undecodable, 1);
-                return self.finish(failed);
+                return self.finish(Outcome::failed(reason));
             }
         };
         let mut handle = tokio::spawn(send(job));
