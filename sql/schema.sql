@@ -28,7 +28,8 @@ CREATE TABLE @extschema@.send_jobs (
     -- skips the indexes. With 10,000,000 finished jobs kept, both held the dead entries
     -- for minutes (VACUUM VERBOSE: "index scan bypassed: 3431 pages from table (1.46% of
     -- total) have 422762 dead item identifiers") and claims slowed to half an empty
-    -- table's (README: Vacuum and a long history; bench/lifecycle.sh).
+    -- table's (BENCHMARKS.md, "A finished history in `send_jobs` itself, before the
+    -- split"; bench/lifecycle.sh).
     autovacuum_vacuum_scale_factor = 0,
     autovacuum_vacuum_threshold = 10000,
     vacuum_index_cleanup = on
@@ -64,7 +65,8 @@ CREATE UNIQUE INDEX send_jobs_redrive_of_idx
 -- seconds (its claims leave dead entries where the claim order starts, above). With the
 -- history in send_jobs, each such vacuum read a primary key of 10,000,000 jobs (294 MB),
 -- and claim + finalize ran at 0.86-0.96 of an empty table's speed; with the history
--- here, at 1.03, 1.06, 0.99 (README: Vacuum and a long history; bench/lifecycle.sh).
+-- here, at 1.03, 1.06, 0.99 (BENCHMARKS.md, "`split` with a finished history";
+-- bench/lifecycle.sh).
 -- The two CHECKs keep each row in its table: a statement that finished a job in place
 -- fails. The state rule (sql/job_state.sql) is inherited; the identity is not.
 ALTER TABLE ONLY @extschema@.send_jobs ADD CONSTRAINT send_jobs_live_check

@@ -1,4 +1,4 @@
-//! Every error sendjobs raises, each with its documented SQLSTATE (see the README).
+//! Every error sendjobs raises, each with its documented SQLSTATE (docs/reference.md, "SQLSTATEs").
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;

@@ -2,7 +2,7 @@
 //!
 //! Workers claim jobs with a lease and a per-claim fencing token (`claim_generation`);
 //! finalizers apply only with the current token; a trigger keeps terminal states of a
-//! business table absorbing. The SQL contract is in the README.
+//! business table absorbing. The contract and its numbered invariants: docs/contract.md.
 
 use pgrx::prelude::*;
 

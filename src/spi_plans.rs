@@ -175,7 +175,7 @@ pub fn owner_scope(client: &SpiClient<'_>) -> Result<Scope> {
 ///
 /// Why no parallel workers: every statement of ours reads a bounded number of rows, and
 /// starting workers costs more than that (sendjobs_stats spent 8 ms launching two
-/// workers to count an empty 5-minute window, README: sendjobs_stats).
+/// workers to count an empty 5-minute window: docs/decisions/0010-stats-exact-up-to-10000.md).
 pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
     within_planned(scope, Planning::Generic, f)
 }

@@ -2,7 +2,7 @@
 --- columns: queue, ready, scheduled, in_flight, expired, at_last_attempt, oldest_ready_age, sent_5m, failed_5m, cancelled_5m, estimated, dead_tuples, oldest_xmin_age, oldest_xmin_xids
 -- sendjobs_stats (src/stats.rs): one row per queue with unfinished jobs or events in the
 -- last 5 minutes; $1 now, $2 send_jobs (its oid). Its cost is bounded whatever the
--- backlog and the throughput (README: sendjobs_stats; the plan is checked by
+-- backlog and the throughput (docs/decisions/0010-stats-exact-up-to-10000.md; the plan is checked by
 -- src/tests/plans.rs). Counts are exact
 -- up to 10,000; above, they may be estimated from a sample:
 --   * A sample: 2,048 ids (1,024 for events) drawn at random, one in each of as many

@@ -152,7 +152,7 @@ mod tests {
     /// ids runs), 100 in flight and 12,000 events in the last 5 minutes (so their sample
     /// runs too), each part reads the index made for it under the generic plan it runs
     /// with, and neither table is read whole. (Its time on a 1,000,000-job backlog is
-    /// measured in bench/lifecycle.py, README: sendjobs_stats.)
+    /// measured by bench/lifecycle.sh: BENCHMARKS.md, "`sendjobs_stats` after the split".)
     #[pg_test]
     fn stats_read_the_backlog_through_its_indexes() {
         run("INSERT INTO send_jobs_finished (payload, status, claimed_at, finished_at, attempts, claim_generation)

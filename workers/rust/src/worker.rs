@@ -221,7 +221,7 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
 /// Claim errors that another try cannot mend: bad arguments (22), access and names (42),
 /// authorization (28): stop and report. Anything else (a timeout, a conflict) is retried,
 /// and so is 42804, which a claim parsed just before `ALTER EXTENSION sendjobs UPDATE`
-/// and run after it gets once (README, Upgrading).
+/// and run after it gets once (docs/operations.md, "Upgrading the extension").
 fn is_permanent(e: &Error) -> bool {
     match e.sqlstate() {
         Some(code) => {
