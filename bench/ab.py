@@ -7,7 +7,9 @@ installed library at B's version (the default). Each run is a pgbench of the sam
 claim + finalize cycle (batch 1: sendjobs_finalize; larger: sendjobs_finalize_batch;
 every job retried at once, so the backlog stays constant), and the runs alternate
 between the arms in a shuffled order within each repetition. Prints per grid point the
-jobs/s of both arms (median and range over the repetitions) and B/A.
+jobs/s of both arms (median and range over the repetitions) and B/A, and writes them to
+bench/results/<name>/report.md, with one CSV row per run (runs.csv), meta.json and the
+scripts that ran (sql/).
 
 Run it inside a cluster (bench/ab.sh does: tests/cluster.py run ... -- python3 bench/ab.py):
 
@@ -15,16 +17,14 @@ Run it inside a cluster (bench/ab.sh does: tests/cluster.py run ... -- python3 b
 """
 
 import argparse
-import os
+import csv
 import random
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+import common  # noqa: E402  (bench/common.py)
+from common import psql, spread  # noqa: E402
 
 CYCLE = {
     # batch 1: the single finalize, as a worker finishing one job calls it
@@ -46,11 +46,6 @@ SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[],
 }
 
 
-def psql(db, sql):
-    subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                   check=True, stdout=subprocess.DEVNULL)
-
-
 def prepare(db, version, lib_dir, backlog):
     psql("postgres", f"CREATE DATABASE {db}")
     if lib_dir:
@@ -69,29 +64,21 @@ def top_up(db, backlog):
     psql(db, "VACUUM ANALYZE")
 
 
-def scalar(db, sql):
-    return subprocess.run([f"{PGBIN}/psql", "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def run(db, script, clients, batch, duration):
     """(jobs/s, WAL bytes per job) of one pgbench run; the WAL is the whole cluster's
     during the run (the other arm is idle then)."""
-    before = scalar(db, "SELECT pg_current_wal_insert_lsn()")
-    out = subprocess.run(
-        [f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
-         "-T", str(duration), "-D", f"batch={batch}", "-f", script, db],
-        check=True, capture_output=True, text=True).stdout
-    wal = int(scalar(db, f"SELECT pg_current_wal_insert_lsn() - '{before}'::pg_lsn"))
-    tps = float(re.search(r"tps = ([0-9.]+)", out).group(1))
-    cycles = int(re.search(r"number of transactions actually processed: ([0-9]+)", out).group(1))
-    return tps * batch, wal / max(1, cycles * batch)
+    before = psql(db, "SELECT pg_current_wal_insert_lsn()", capture=True)
+    r = common.pgbench(db, script, clients, duration, {"batch": batch}, check=True)
+    wal = int(psql(db, f"SELECT pg_current_wal_insert_lsn() - '{before}'::pg_lsn", capture=True))
+    return r["tps"] * batch, wal / max(1, r["cycles"] * batch)
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--a-lib", required=True, help="folder holding build A's library (sendjobs.so, or sendjobs-<version>.so)")
-    p.add_argument("--a-version", required=True)
+    p = argparse.ArgumentParser(prog="bench/ab.sh", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--a-lib", required=True, help="folder holding build A's library (sendjobs.so, or "
+                                                   "sendjobs-<version>.so); bench/ab.sh sets it")
+    p.add_argument("--a-version", required=True, help="the version A's database creates; bench/ab.sh sets it")
     p.add_argument("--b-version", default=None, help="default: the installed default version")
     p.add_argument("--backlog", type=int, default=10000)
     p.add_argument("--clients", default="1,4,8")
@@ -102,21 +89,23 @@ def main(argv):
                    help="retry: jobs go back to pending (a constant backlog); sent: every job "
                         "finishes with its event, and the backlog is topped up before each run")
     p.add_argument("--seed", type=int, default=1)
+    common.add_name_argument(p, "ab")
+    p.add_argument("--command", default="bash bench/ab.sh", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    b_version = a.b_version or subprocess.run(
-        [f"{PGBIN}/psql", "-X", "-Atc",
-         "SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs'", "postgres"],
-        capture_output=True, text=True, check=True).stdout.strip()
+    b_version = a.b_version or psql(
+        "postgres", "SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs'", capture=True)
+    folder = common.results_dir("ab", a.name)
+    meta = common.run_meta(a.command)
+    meta.update(a_version=a.a_version, a_lib=a.a_lib, b_version=b_version)
+    common.write_meta(folder, meta)
     prepare("arm_a", a.a_version, a.a_lib, a.backlog)
     prepare("arm_b", b_version, None, a.backlog)
-    scripts = {}
-    tmp = tempfile.mkdtemp(prefix="sendjobs-ab.")
-    for (name, outcome), text in CYCLE.items():
-        if outcome == a.outcome:
-            scripts[name] = os.path.join(tmp, f"{name}.sql")
-            with open(scripts[name], "w") as f:
-                f.write(text)
-    points = [(c, b) for c in map(int, a.clients.split(",")) for b in map(int, a.batches.split(","))]
+    scripts = {name: common.write_script(folder, f"{name}_{outcome}.sql", text)
+               for (name, outcome), text in CYCLE.items() if outcome == a.outcome}
+    runs = open(folder / "runs.csv", "w", newline="")
+    out = csv.writer(runs)
+    out.writerow(["rep", "clients", "batch", "arm", "jobs_s", "wal_per_job"])
+    points = [(c, b) for c in common.parse_list(a.clients) for b in common.parse_list(a.batches)]
     results = {(pt, arm): [] for pt in points for arm in ("arm_a", "arm_b")}
     wal = {(pt, arm): [] for pt in points for arm in ("arm_a", "arm_b")}
     rng = random.Random(a.seed)
@@ -129,23 +118,28 @@ def main(argv):
                 jobs_s, wal_per_job = run(arm, script, clients, batch, a.duration)
                 results[((clients, batch), arm)].append(jobs_s)
                 wal[((clients, batch), arm)].append(wal_per_job)
+                out.writerow([rep + 1, clients, batch, arm, round(jobs_s, 1), round(wal_per_job)])
+                runs.flush()
                 # the next run starts from the same footing
                 if a.outcome == "sent":
                     top_up(arm, a.backlog)
                 else:
                     psql(arm, "VACUUM send_jobs")
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
-    print(f"\nA = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs, "
-          f"{a.duration} s runs, {a.reps} repetitions, interleaved\n")
-    print("| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A "
-          "| A WAL B/job | B WAL B/job |")
-    print("|---|---|---|---|---|---|---|")
+    runs.close()
+    lines = ["# A/B of two builds", ""] + common.header_lines(meta) + [
+        "", f"A = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs, "
+            f"{a.duration} s runs, {a.reps} repetitions, interleaved", "",
+        "| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A | A WAL B/job | B WAL B/job |",
+        "|---|---|---|---|---|---|---|"]
     for clients, batch in points:
         ra, rb = results[((clients, batch), "arm_a")], results[((clients, batch), "arm_b")]
-        ma, mb = statistics.median(ra), statistics.median(rb)
         wa, wb = statistics.median(wal[((clients, batch), "arm_a")]), statistics.median(wal[((clients, batch), "arm_b")])
-        print(f"| {clients} | {batch} | {ma:,.0f} ({min(ra):,.0f}-{max(ra):,.0f}) | "
-              f"{mb:,.0f} ({min(rb):,.0f}-{max(rb):,.0f}) | {mb / ma:.3f} | {wa:,.0f} | {wb:,.0f} |")
+        lines.append(f"| {clients} | {batch} | {spread(ra)} | {spread(rb)} | "
+                     f"{statistics.median(rb) / statistics.median(ra):.3f} | {wa:,.0f} | {wb:,.0f} |")
+    text = "\n".join(lines) + "\n"
+    (folder / "report.md").write_text(text)
+    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
     return 0
 
 

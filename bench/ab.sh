@@ -4,15 +4,20 @@
 # commit given as SENDJOBS_AB_COMMIT; B is this tree. Both are built with the release
 # profile; B is installed, A's library goes to a folder of its own that only A's database
 # loads from. When A has B's version, A's install script is installed as version
-# <version>-a<commit>, at which A's database creates the extension.
+# <version>-a<commit>, at which A's database creates the extension. Writes
+# bench/results/<name>/ (report.md, runs.csv, meta.json, sql/).
 #
 #   bash bench/ab.sh [ab.py options: --clients 1,4,8 --batches 1,10,100 --duration 5 --reps 3
-#                     --outcome retry|sent]
+#                     --outcome retry|sent --name NAME]
+#   bash bench/ab.sh --help                        # every option
 #   SENDJOBS_AB_COMMIT=HEAD bash bench/ab.sh ...   # the last commit against the work tree
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$PWD
 source scripts/lib.sh
+case " $* " in
+  *" -h "*|*" --help "*) exec /usr/bin/python3 bench/ab.py --a-lib - --a-version - --help ;;
+esac
 read -r a_version a_commit < <(grep -v '^#' tests/upgrade/previous-release)
 if [ -n "${SENDJOBS_AB_COMMIT:-}" ]; then
   a_commit=$(git rev-parse --short "$SENDJOBS_AB_COMMIT")
@@ -51,4 +56,5 @@ as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_version.sql" "$EXTDIR/sendjo
 as_root sed -i "s/'MODULE_PATHNAME'/'sendjobs'/g" "$EXTDIR/sendjobs--$a_as.sql"
 /usr/bin/python3 tests/cluster.py run --name sendjobs-ab \
   -c shared_buffers=256MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
-  -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_as" --b-version "$b_version" "$@"
+  -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_as" --b-version "$b_version" \
+     --command "SENDJOBS_AB_COMMIT=$a_commit bash bench/ab.sh $*" "$@"

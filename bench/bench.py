@@ -1,46 +1,29 @@
 #!/usr/bin/python3
-"""The sendjobs benchmark grid: E (the extension) vs S (its SQL sent by the client) vs
-P (the same logic in PL/pgSQL) vs F (the floor: two single-row UPDATE transactions).
+"""The sendjobs benchmark grid: E (the extension) against F (the floor: two single-row
+UPDATE transactions) and M (a minimal SQL queue on the same table).
 
 Run it through bench/run.sh, which starts it inside a throwaway cluster (tests/cluster.py);
-this script connects to that server (--host/--port), loads the tables, runs pgbench over
-the grid, and appends one CSV row per run to <results>/runs.csv (plus meta.json and the
-generated SQL). bench/report.py turns those into BENCHMARKS.md and the plots.
+this script connects to that server (the environment cluster.py sets), loads the tables,
+runs pgbench over the grid, and appends one CSV row per run to bench/results/<name>/runs.csv
+(plus meta.json, sustained.csv and the SQL that ran in sql/). bench/report.py turns those
+into the run's report.md and plots, in the same folder.
 """
 
 import argparse
 import csv
 import datetime
-import hashlib
-import json
 import os
 import re
-import subprocess
 import sys
 import time
-from pathlib import Path
-
-try:
-    import psycopg2
-except ImportError:   # --dry-run and --help need no database; a run does (main() says so)
-    psycopg2 = None
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
-import sqlgen  # noqa: E402
+import common  # noqa: E402  (bench/common.py)
+from common import Db, fmt_dur, log, parse_list, psycopg2  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-# The installed library of this release (docs/decisions/0001-a-library-per-release.md).
-SO_PATH = "/usr/lib/postgresql/15/lib/sendjobs-{}.so".format(
-    re.search(r'^version = "(.*)"$', (REPO / "Cargo.toml").read_text(), re.M).group(1))
-
-# Arm -> schema of its tables. E1/P1 (optional) finalize with one function call per job
-# instead of the batch function; they share the tables of E/P. M (optional) is a minimal
-# SQL queue on its own copy of the table (bench/README.md, "M, a yardstick").
-SCHEMA = {"E": "bench_e", "S": "bench_s", "P": "bench_p", "F": "bench_f",
-          "E1": "bench_e", "P1": "bench_p", "M": "bench_m"}
+# Arm -> schema of its tables. M is a minimal SQL queue on its own copy of the table
+# (bench/README.md, "M, a yardstick").
+SCHEMA = {"E": "bench_e", "F": "bench_f", "M": "bench_m"}
 # Arms that only run the retry cycle (no terminal 'sent' variant).
 RETRY_ONLY = {"F", "M"}
 MAX_ATTEMPTS = 2147483647          # retries never exhaust: the backlog never drains
@@ -59,32 +42,15 @@ RUN_FIELDS = [
 ]
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
-def parse_list(text):
-    return [int(x) for x in text.split(",") if x.strip()]
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="bench/run.sh", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="tiny grid, short runs (development; not for publishing)")
-    ap.add_argument("--full", action="store_true", help="the full grid (the default)")
-    ap.add_argument("--duration", type=float, help="seconds per pgbench run (full 10, quick 2)")
-    ap.add_argument("--reps", type=int, help="runs per grid point; the report takes medians (full 3, quick 1)")
-    ap.add_argument("--clients", help="comma list (full 1,4,8; quick 1,4)")
-    ap.add_argument("--batches", help="comma list (full 1,10,100; quick 1,100)")
-    ap.add_argument("--backlogs", help="comma list of backlog sizes (full and quick 10000,1000000)")
-    ap.add_argument("--arms", default="E,S,P,F,M",
-                    help="arms, in interleaving order: E,S,P,F,M (M a minimal SQL queue; + E1,P1)")
+    common.add_grid_arguments(ap)
+    ap.add_argument("--arms", default="E,F,M",
+                    help="arms, in interleaving order: E,F,M (M a minimal SQL queue)")
     ap.add_argument("--sent-clients", help="clients of the terminal 'sent' variant (full 4, quick 4)")
     ap.add_argument("--sent-batches", help="batches of the 'sent' variant (full 1,10,100; quick 10)")
     ap.add_argument("--no-sent", action="store_true", help="skip the terminal 'sent' variant")
-    ap.add_argument("--warmup", type=float,
-                    help="seconds of unrecorded pgbench per arm after each data load (full 3, quick 1)")
     ap.add_argument("--no-vacuum", action="store_true",
                     help="do not VACUUM the arm's table before and after each run (autovacuum only)")
     ap.add_argument("--sustained", type=float,
@@ -93,27 +59,13 @@ def parse_args(argv):
                          "autovacuum_naptime; 0 skips them (full 120, quick 20)")
     ap.add_argument("--naptimes", default="60,10",
                     help="autovacuum_naptime values (seconds) of the sustained runs")
-    ap.add_argument("--results", help="directory for runs.csv/meta.json (default bench/results/<mode>)")
-    ap.add_argument("--host", required=True, help=argparse.SUPPRESS)
-    ap.add_argument("--port", required=True, help=argparse.SUPPRESS)
-    ap.add_argument("--user", default="postgres", help=argparse.SUPPRESS)
+    common.add_name_argument(ap, "<full|quick>")
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
     ap.add_argument("--settings", default="", help=argparse.SUPPRESS)
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the estimate only")
-    a = ap.parse_args(argv)
-    mode = "quick" if a.quick else "full"
-    d = {"quick": dict(duration=2.0, warmup=1.0, reps=1, clients="1,4", batches="1,100",
-                       backlogs="10000,1000000", sent_clients="4", sent_batches="10", sustained=20.0),
-         "full": dict(duration=10.0, warmup=3.0, reps=3, clients="1,4,8", batches="1,10,100",
-                      backlogs="10000,1000000", sent_clients="4", sent_batches="1,10,100",
-                      sustained=120.0)}[mode]
-    a.mode = mode
-    a.duration = a.duration or d["duration"]
-    a.warmup = d["warmup"] if a.warmup is None else a.warmup
-    a.reps = a.reps or d["reps"]
-    a.clients = parse_list(a.clients or d["clients"])
-    a.batches = parse_list(a.batches or d["batches"])
-    a.backlogs = parse_list(a.backlogs or d["backlogs"])
+    a = common.resolve_grid(ap.parse_args(argv))
+    d = {"quick": dict(sent_clients="4", sent_batches="10", sustained=20.0),
+         "full": dict(sent_clients="4", sent_batches="1,10,100", sustained=120.0)}[a.mode]
     a.sent_clients = parse_list(a.sent_clients or d["sent_clients"])
     a.sent_batches = parse_list(a.sent_batches or d["sent_batches"])
     a.sustained = d["sustained"] if a.sustained is None else a.sustained
@@ -121,37 +73,12 @@ def parse_args(argv):
     a.arms = [x.strip() for x in a.arms.split(",") if x.strip()]
     for arm in a.arms:
         if arm not in SCHEMA:
-            ap.error(f"unknown arm {arm!r} (E, S, P, F, E1, P1, M)")
-    a.results = Path(a.results) if a.results else HERE / "results" / mode
+            ap.error(f"unknown arm {arm!r} (E, F, M)")
     return a
 
 
 # --------------------------------------------------------------------------------------
 # The database
-
-
-class Db:
-    def __init__(self, args, dbname):
-        self.args = args
-        self.dbname = dbname
-        self.conn = psycopg2.connect(host=args.host, port=args.port, user=args.user,
-                                     dbname=dbname, application_name="bench-driver")
-        self.conn.autocommit = True
-
-    def exec(self, sql, params=None):
-        with self.conn.cursor() as cur:
-            cur.execute(sql, params)
-
-    def rows(self, sql, params=None):
-        with self.conn.cursor() as cur:
-            cur.execute(sql, params)
-            return cur.fetchall()
-
-    def one(self, sql, params=None):
-        return self.rows(sql, params)[0]
-
-    def close(self):
-        self.conn.close()
 
 
 def tables_of(arm, variant):
@@ -162,27 +89,23 @@ def tables_of(arm, variant):
     return t
 
 
-def create_database(args, statements, dbname, backlog, arms, sql_dir):
-    admin = Db(args, "postgres")
-    admin.exec(f"DROP DATABASE IF EXISTS {dbname}")
+def create_database(dbname, backlog, arms, sql_dir):
+    drop_database(dbname)
+    admin = Db("postgres")
     admin.exec(f"CREATE DATABASE {dbname}")
     admin.close()
-    db = Db(args, dbname)
+    db = Db(dbname)
     t0 = time.time()
     db.exec("CREATE SCHEMA bench_e")
     db.exec("CREATE EXTENSION sendjobs SCHEMA bench_e")
     copies = sorted({SCHEMA[a] for a in arms} - {"bench_e"})
     for schema in copies:
         with db.conn.cursor() as cur:
-            ddl, triggers = sqlgen.copy_tables_sql(cur, "bench_e", schema)
+            ddl, triggers = copy_tables_sql(cur, "bench_e", schema)
         if triggers:
             log(f"== bench: WARNING: the extension's tables have triggers that the copies lack: {triggers}")
         (sql_dir / f"schema_{schema}.sql").write_text(ddl)
         db.exec(ddl)
-    if "bench_p" in copies:
-        pfun = sqlgen.p_functions(statements, "bench_p")
-        (sql_dir / "p_functions.sql").write_text(pfun)
-        db.exec(pfun)
     # The backlog: all due, in id order, about 100 bytes of JSON each, retries unlimited.
     db.exec(f"""
         INSERT INTO bench_e.send_jobs (queue, payload, max_attempts, next_attempt_at, created_at)
@@ -206,13 +129,54 @@ def create_database(args, statements, dbname, backlog, arms, sql_dir):
     # into that backend, and a reinstalled .so crashes the backends that mapped it.
     db.close()
     time.sleep(0.5)
-    db = Db(args, dbname)
+    db = Db(dbname)
     for schema in ["bench_e"] + copies:
         db.exec(f"VACUUM (FREEZE, ANALYZE) {schema}.send_jobs")
     db.exec("CHECKPOINT")
     payload_bytes = db.one("SELECT avg(octet_length(payload::text))::int, "
                            "avg(pg_column_size(payload))::int FROM bench_e.send_jobs")
     return db, time.time() - t0, payload_bytes
+
+
+def drop_database(dbname):
+    admin = Db("postgres")
+    admin.exec(f"DROP DATABASE IF EXISTS {dbname}")   # free the disk and the cache
+    admin.close()
+
+
+# The tables of F and M are copies of the tables the extension created for E (so they
+# are the DDL of sql/schema.sql as installed, whatever the source tree holds now):
+# LIKE ... INCLUDING ALL copies columns, defaults, identity, CHECK constraints, indexes
+# (partial ones too), storage and comments; reloptions (fillfactor) and foreign keys are
+# copied from the catalog; the child tables (send_jobs_finished) inherit their parent again.
+EXT_TABLES = ("send_jobs", "send_jobs_finished", "send_job_keys", "send_job_events",
+              "sendjobs_transaction_link")
+
+
+def copy_tables_sql(cur, src, dst):
+    out = [f"CREATE SCHEMA {dst};"]
+    for t in EXT_TABLES:
+        out.append(f"CREATE TABLE {dst}.{t} (LIKE {src}.{t} INCLUDING ALL);")
+        cur.execute("SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = %s::regclass",
+                    (f"{src}.{t}",))
+        opts = cur.fetchone()[0]
+        if opts:
+            out.append(f"ALTER TABLE {dst}.{t} SET ({opts});")
+    for t in EXT_TABLES:
+        cur.execute("SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = %s::regclass",
+                    (f"{src}.{t}",))
+        for (parent,) in cur.fetchall():
+            out.append(f"ALTER TABLE {dst}.{t} INHERIT {dst}.{parent.split('.')[-1]};")
+    for t in EXT_TABLES:
+        cur.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                    "WHERE conrelid = %s::regclass AND contype = 'f' ORDER BY conname", (f"{src}.{t}",))
+        for name, definition in cur.fetchall():
+            definition = re.sub(r"REFERENCES (\w+\.)?", f"REFERENCES {dst}.", definition)
+            out.append(f"ALTER TABLE {dst}.{t} ADD CONSTRAINT {name} {definition};")
+    cur.execute("SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal "
+                "AND tgrelid = ANY (%s::regclass[])", ([f"{src}.{t}" for t in EXT_TABLES],))
+    triggers = cur.fetchall()
+    return "\n".join(out) + "\n", triggers
 
 
 def wait_for_autovacuum(db, limit_s=60):
@@ -254,67 +218,65 @@ def table_stats(db, arm, variant):
     return out
 
 
-def wait_for_pgbench_gone(db):
-    for _ in range(200):
-        if db.one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                  "AND application_name = 'pgbench'")[0] == 0:
-            break
-        time.sleep(0.05)
-    time.sleep(0.2)   # exiting backends flush their table statistics
-
-
 # --------------------------------------------------------------------------------------
-# pgbench
+# pgbench scripts. One script iteration = one claim transaction + one finalize
+# transaction (the sent variant re-enqueues inside the finalize transaction).
 
 
-def parse_pgbench(out):
-    r = {}
-    m = re.search(r"number of transactions actually processed: (\d+)", out)
-    r["cycles"] = int(m.group(1)) if m else 0
-    m = re.search(r"number of failed transactions: (\d+)", out)
-    r["failed"] = int(m.group(1)) if m else 0
-    m = re.search(r"latency average = ([\d.]+) ms", out)
-    r["lat_avg_ms"] = float(m.group(1)) if m else None
-    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
-    r["tps"] = float(m.group(1)) if m else 0.0
-    # statement latencies, in command order: "  <latency>  <failures>  <command text>"
-    lat = []
-    sect = out.split("statement latencies in milliseconds", 1)
-    if len(sect) == 2:
-        for line in sect[1].splitlines()[1:]:
-            m = re.match(r"\s+([\d.]+)\s+(?:\d+\s+)?(.*)$", line)
-            if m:
-                lat.append((float(m.group(1)), m.group(2)))
-    r["statements"] = lat
-    return r
+def _reenqueue(schema):
+    return (f"INSERT INTO {schema}.send_jobs (payload, max_attempts) "
+            f"SELECT :payload::jsonb, 2147483647 FROM generate_series(1, cardinality(:ids::int8[]));\n")
 
 
-def run_pgbench(args, dbname, script_path, clients, batch, backlog, variant, duration, progress=0):
-    cmd = [f"{PGBIN}/pgbench", "-h", args.host, "-p", str(args.port), "-U", args.user,
-           "-n", "-M", "prepared", "-r", *(["-P", str(progress)] if progress else []),
-           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
-           "-T", str(int(round(duration))) if duration >= 1 else "1",
-           "-f", str(script_path),
-           "-D", f"batch={batch}", "-D", f"lease={LEASE}",
-           "-D", f"outcome={'retry' if variant == 'retry' else 'sent'}",
-           "-D", "backoff_base=10000", "-D", "backoff_max=3600000",
-           "-D", f"backlog={backlog}", "-D", f"payload={PAYLOAD}",
-           dbname]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
-        out, err, rc = p.stdout, p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        out, err, rc = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), \
-            "pgbench timed out", -1
-    r = parse_pgbench(out)
-    # "progress: 10.0 s, 2150.3 tps, lat ..." on stderr, one line per -P interval.
-    r["progress"] = [(float(m.group(1)), float(m.group(2)))
-                     for m in re.finditer(r"^progress: ([\d.]+) s, ([\d.]+) tps", err or "", re.M)]
-    r["error"] = ""
-    if rc != 0 or "aborted" in err:
-        first = [l for l in err.splitlines() if "error" in l.lower()][:2]
-        r["error"] = (" | ".join(first) or f"pgbench exit {rc}")[:300]
-    return r
+def script_e(schema, variant):
+    """E: the extension's functions; the finalize's rows come back to the client."""
+    claim = (f"SELECT coalesce(array_agg(id), '{{}}') AS ids, "
+             f"coalesce(array_agg(claim_generation), '{{}}') AS gens "
+             f"FROM {schema}.sendjobs_claim(:batch, :lease) \\gset\n")
+    retry_at = ", NULL, now()" if variant == "retry" else ""
+    fin = f"SELECT id, result FROM {schema}.sendjobs_finalize_batch(:ids, :gens, :outcome{retry_at});\n"
+    if variant == "retry":
+        return claim + fin
+    return claim + "BEGIN;\n" + fin + _reenqueue(schema) + "COMMIT;\n"
+
+
+def script_m(schema, batch):
+    """M, a minimal SQL queue on the same table: the claim's pending branch alone (no
+    expired-lease recovery), a generation-fenced `retry` back to pending (no results per
+    claim, no events, no attempt budget or backoff). Not the contract; a yardstick for
+    what the contract's extras cost. The batch is a literal, as a worker with a fixed batch
+    would write it: with `LIMIT $n` the server re-plans the claim on every call (its
+    generic plan, costed for a LIMIT it cannot see, is a bad one), which M should not pay."""
+    claim = (f"WITH picked AS MATERIALIZED (SELECT id FROM {schema}.send_jobs WHERE status = 'pending' "
+             f"AND next_attempt_at <= now() ORDER BY next_attempt_at, id LIMIT {int(batch)} FOR UPDATE SKIP LOCKED), "
+             f"claimed AS (UPDATE {schema}.send_jobs AS job SET status = 'in_flight', "
+             "attempts = job.attempts + 1, claimed_at = now(), "
+             "lease_expires_at = now() + :lease::interval, claim_generation = job.claim_generation + 1 "
+             "FROM picked WHERE job.id = picked.id RETURNING job.id, job.claim_generation) "
+             "SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(claim_generation), '{}') AS gens "
+             "FROM claimed \\gset\n")
+    # The claims: one pair for a batch of one (the finalize then plans once, as the claim
+    # does), the arrays joined for more.
+    fence = ("WHERE job.id = (:ids::int8[])[1] AND job.claim_generation = (:gens::int8[])[1]" if batch == 1 else
+             "FROM unnest(:ids::int8[], :gens::int8[]) AS c(id, generation) "
+             "WHERE job.id = c.id AND job.claim_generation = c.generation")
+    fin = (f"UPDATE {schema}.send_jobs AS job SET status = 'pending', next_attempt_at = now(), "
+           f"lease_expires_at = NULL {fence} AND job.status = 'in_flight';\n")
+    return claim + fin
+
+
+def script_f(schema):
+    """F, the floor: two single-row UPDATE transactions (two commits, two round trips)."""
+    return ("\\set id1 random(1, :backlog)\n"
+            "\\set id2 random(1, :backlog)\n"
+            f"UPDATE {schema}.send_jobs SET attempts = attempts + 1 WHERE id = :id1;\n"
+            f"UPDATE {schema}.send_jobs SET attempts = attempts + 1 WHERE id = :id2;\n")
+
+
+def run_pgbench(dbname, script_path, clients, batch, backlog, variant, duration, progress=0):
+    return common.pgbench(dbname, script_path, clients, duration, latencies=True, progress=progress,
+                          variables={"batch": batch, "lease": LEASE, "backlog": backlog, "payload": PAYLOAD,
+                                     "outcome": "retry" if variant == "retry" else "sent"})
 
 
 # --------------------------------------------------------------------------------------
@@ -355,7 +317,7 @@ def estimate_seconds(args, plan):
     load = sum(1 + b / 1_000_000 * 12 * (1 + len({SCHEMA[a] for a in args.arms} - {"bench_e"}))
                for b in args.backlogs)
     if not args.no_sent:
-        load += 1 + args.backlogs[0] / 1_000_000 * 12 * 3
+        load += 1 + args.backlogs[0] / 1_000_000 * 12 * len({SCHEMA[a] for a in args.arms} - RETRY_ONLY)
     arms_fn = len(args.arms)
     load += (len(args.backlogs) * arms_fn + (0 if args.no_sent else arms_fn)) * (args.warmup + 0.5)
     per = sum(args.duration + 0.3 + OVERHEAD_S.get(p[2], 0.6 + p[2] / 1_000_000 * 1.4) for p in plan)
@@ -363,64 +325,24 @@ def estimate_seconds(args, plan):
     return load + per + sustained
 
 
-def fmt_dur(s):
-    s = int(s)
-    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
-
-
 # --------------------------------------------------------------------------------------
 # Metadata for the report
 
 
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e:   # noqa: BLE001 - metadata is best effort
-        return f"({e})"
-
-
-def machine_meta(args, statements):
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    so = Path(SO_PATH)
-    so_meta = {}
-    if so.exists():
-        so_meta = {"path": SO_PATH, "sha256": hashlib.sha256(so.read_bytes()).hexdigest()[:16],
-                   "mtime": datetime.datetime.fromtimestamp(so.stat().st_mtime, datetime.timezone.utc)
-                   .strftime("%Y-%m-%d %H:%M:%S UTC")}
-    dirty = sh(f"git -C {REPO} status --porcelain -- src sql Cargo.toml sendjobs.control")
-    db = Db(args, "postgres")
+def machine_meta(args):
+    meta = common.run_meta(args.command)
+    db = Db("postgres")
     names = ["shared_buffers", "max_connections", "fsync", "synchronous_commit", "full_page_writes",
              "wal_level", "max_wal_size", "checkpoint_timeout", "autovacuum", "jit",
              "work_mem", "effective_io_concurrency", "huge_pages", "wal_compression"]
-    settings = db.rows("SELECT name, current_setting(name), '' FROM pg_settings WHERE name = ANY(%s) "
+    settings = db.rows("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) "
                        "ORDER BY name", (names,))
-    version = db.one("SELECT version()")[0]
     db.close()
-    return {
+    meta.update({
         "mode": args.mode,
-        "command": args.command,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "git_rev": sh(f"git -C {REPO} rev-parse --short HEAD"),
-        "git_dirty": dirty.splitlines(),
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "free_h": sh("free -h"),
-        "loadavg_start": sh("cat /proc/loadavg"),
-        "kernel": sh("uname -sr"),
-        "pg_version": version,
-        "pgbench": sh(f"{PGBIN}/pgbench --version"),
-        "settings": [f"{n} = {s}{(' ' + u) if u else ''}" for n, s, u in settings],
+        "free_h": common.sh("free -h"),
+        "settings": [f"{n} = {s}" for n, s in settings],
         "settings_cli": args.settings,
-        "so": so_meta,
-        "statements_in_so": sqlgen.check_against_so(REPO, SO_PATH),
-        "statement_files_s_p": sqlgen.files_of(statements),
         "grid": {"duration_s": args.duration, "reps": args.reps, "clients": args.clients,
                  "batches": args.batches, "backlogs": args.backlogs, "arms": args.arms,
                  "sent": None if args.no_sent else {"clients": args.sent_clients,
@@ -428,7 +350,8 @@ def machine_meta(args, statements):
                                                     "backlog": args.backlogs[0]},
                  "vacuum_before_each_run": not args.no_vacuum, "lease": LEASE,
                  "warmup_s": args.warmup},
-    }
+    })
+    return meta
 
 
 # --------------------------------------------------------------------------------------
@@ -436,7 +359,6 @@ def machine_meta(args, statements):
 
 def main(argv):
     args = parse_args(argv)
-    statements = sqlgen.read_statements(REPO)
     plan = build_plan(args)
     est = estimate_seconds(args, plan)
     log(f"== bench: mode {args.mode}: {len(plan)} runs of {args.duration:g} s, "
@@ -446,94 +368,71 @@ def main(argv):
             log("   " + " ".join(map(str, p)))
         return 0
     if psycopg2 is None:
-        raise SystemExit(f"bench: no psycopg2 in {sys.executable}: run it with /usr/bin/python3 "
-                         "(apt package python3-psycopg2), as bench/run.sh does")
+        Db("postgres")   # says what is missing
 
-    args.results.mkdir(parents=True, exist_ok=True)
-    sql_dir = args.results / "sql"
+    results = common.results_dir(args.mode, args.name)
+    sql_dir = results / "sql"
     sql_dir.mkdir(exist_ok=True)
-    for name, text in statements.items():   # the text S and P derive their SQL from
-        (sql_dir / f"statement_{name}.sql").write_text(text.strip() + "\n")
-    meta = machine_meta(args, statements)
+    meta = machine_meta(args)
     meta["estimate_s"] = round(est)
     meta["runs_planned"] = len(plan)
-    meta["results_dir"] = str(args.results)
-    (args.results / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    so_stamp = so_fingerprint()
-    in_so = meta["statements_in_so"]
-    log(f"== bench: statement files in {SO_PATH}, byte for byte: "
-        + ", ".join(f"{k} {'yes' if v else 'NO' if v is False else '?'}" for k, v in in_so.items()))
-    missing = [k for k, v in meta["statements_in_so"].items() if v is False]
-    if missing:
-        used = [k for k in missing if k in meta["statement_files_s_p"]]
-        log(f"== bench: WARNING: {', '.join(f'{sqlgen.STATEMENT_DIR}/{k}' for k in missing)} "
-            f"not in the installed {SO_PATH} byte for byte: "
-            + ("S/P do not run the same text as E" if used else
-               "the .so was not built from these statement files (S/P's are in it)")
-            + " (rebuild/reinstall, or check out the matching source)")
+    common.write_meta(results, meta)
+    so_path = meta["library"]["path"]
+    so_stamp = so_fingerprint(so_path)
+    log(f"== bench: measuring {so_path}; results in {results}")
 
-    csv_path = args.results / "runs.csv"
+    csv_path = results / "runs.csv"
     with open(csv_path, "w", newline="") as f:
         csv.DictWriter(f, RUN_FIELDS).writeheader()
 
-    # Scripts: one file per (arm, variant, batch-independent) - batch is a -D variable.
+    # Scripts: one file per (arm, variant), the batch a -D variable; M one per batch.
     scripts = {}
     for variant in ("retry", "sent"):
         for arm in args.arms:
             if arm in RETRY_ONLY and variant == "sent":
                 continue
-            if arm == "F":
-                text = sqlgen.script_f(SCHEMA[arm])
-            elif arm == "M":   # one script per batch (a literal LIMIT), 10 for the warm-up
+            if arm == "M":   # one script per batch (a literal LIMIT), 10 for the warm-up
                 for batch in sorted(set(args.batches) | {10}):
-                    path = sql_dir / f"pgbench_M_{variant}_b{batch}.sql"
-                    path.write_text(sqlgen.script_m(SCHEMA[arm], batch))
-                    scripts[(arm, variant, batch)] = path
+                    scripts[(arm, variant, batch)] = common.write_script(
+                        results, f"pgbench_M_{variant}_b{batch}.sql", script_m(SCHEMA[arm], batch))
                 continue
-            elif arm == "S":
-                text = sqlgen.script_s(statements, SCHEMA[arm], variant)
-            else:
-                text = sqlgen.script_fn(SCHEMA[arm], variant, single=arm.endswith("1"))
-            path = sql_dir / f"pgbench_{arm}_{variant}.sql"
-            path.write_text(text)
-            scripts[(arm, variant)] = path
+            text = script_f(SCHEMA[arm]) if arm == "F" else script_e(SCHEMA[arm], variant)
+            scripts[(arm, variant)] = common.write_script(results, f"pgbench_{arm}_{variant}.sql", text)
 
     try:
-        current, db = run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
+        current, db = run_plan(args, plan, scripts, sql_dir, csv_path, meta, so_path, so_stamp)
     except psycopg2.OperationalError as e:
         log(f"== bench: ABORTED: lost the connection to the server ({str(e).strip()}). "
             "Did someone reinstall sendjobs.so while the benchmark ran? (That crashes the backends "
-            "that loaded it.) Partial results are in " + str(args.results))
+            "that loaded it.) Partial results are in " + str(results))
         return 3
     except SoChanged as e:
-        log(f"== bench: ABORTED: {e}. Partial results are in {args.results}")
+        log(f"== bench: ABORTED: {e}. Partial results are in {results}")
         return 3
     if db:
         db.close()
-        admin = Db(args, "postgres")
-        admin.exec(f"DROP DATABASE IF EXISTS {current}")
-        admin.close()
+        drop_database(current)
     if args.sustained > 0 and "E" in args.arms:
-        meta["sustained"] = run_sustained(args, statements, scripts, sql_dir)
+        meta["sustained"] = run_sustained(args, results, scripts, sql_dir)
     meta["elapsed_s"] = round(time.time() - meta["_t_start"])
     del meta["_t_start"]
-    meta["loadavg_end"] = sh("cat /proc/loadavg")
-    (args.results / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    log(f"== bench: {len(plan)} runs in {fmt_dur(meta['elapsed_s'])}; results in {args.results}")
+    meta["loadavg_end"] = common.sh("cat /proc/loadavg")
+    common.write_meta(results, meta)
+    log(f"== bench: {len(plan)} runs in {fmt_dur(meta['elapsed_s'])}; results in {results}")
     return 0
 
 
 SUSTAINED_CLIENTS, SUSTAINED_BATCH, SUSTAINED_BACKLOG = 4, 10, 10_000
 
 
-def run_sustained(args, statements, scripts, sql_dir):
+def run_sustained(args, results, scripts, sql_dir):
     """E for args.sustained seconds without a VACUUM in between, once per autovacuum_naptime:
     how throughput holds up while dead index entries pile up at the head of the claim order
     until autovacuum removes them. Writes sustained.csv (one row per pgbench -P interval)."""
     dbname = "bench_sustained"
-    db, _secs, _payload = create_database(args, statements, dbname, SUSTAINED_BACKLOG, ["E"], sql_dir)
+    db, _secs, _payload = create_database(dbname, SUSTAINED_BACKLOG, ["E"], sql_dir)
     summary = []
-    path = args.results / "sustained.csv"
+    path = results / "sustained.csv"
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["naptime_s", "t_s", "cycles_per_s"])
@@ -544,10 +443,10 @@ def run_sustained(args, statements, scripts, sql_dir):
             db.exec(f"VACUUM (ANALYZE) {SCHEMA['E']}.send_jobs")
             db.exec("CHECKPOINT")
             before = table_stats(db, "E", "retry")
-            r = run_pgbench(args, dbname, script_for(scripts, "E", "retry", SUSTAINED_BATCH),
+            r = run_pgbench(dbname, script_for(scripts, "E", "retry", SUSTAINED_BATCH),
                             SUSTAINED_CLIENTS, SUSTAINED_BATCH, SUSTAINED_BACKLOG, "retry",
                             args.sustained, progress=10 if args.sustained >= 40 else 2)
-            wait_for_pgbench_gone(db)
+            common.wait_quiet(db, autovacuum=False)
             after = table_stats(db, "E", "retry")
             db.exec(f"UPDATE {SCHEMA['E']}.send_jobs SET status = 'pending', lease_expires_at = NULL "
                     "WHERE status = 'in_flight'")
@@ -569,9 +468,7 @@ def run_sustained(args, statements, scripts, sql_dir):
     db.exec("ALTER SYSTEM RESET autovacuum_naptime")
     db.exec("SELECT pg_reload_conf()")
     db.close()
-    admin = Db(args, "postgres")
-    admin.exec(f"DROP DATABASE IF EXISTS {dbname}")
-    admin.close()
+    drop_database(dbname)
     return summary
 
 
@@ -584,34 +481,32 @@ class SoChanged(Exception):
     pass
 
 
-def so_fingerprint():
+def so_fingerprint(path):
     try:
-        st = os.stat(SO_PATH)
+        st = os.stat(path)
         return (st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
         return None
 
 
-def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp):
+def run_plan(args, plan, scripts, sql_dir, csv_path, meta, so_path, so_stamp):
     t_start = meta["_t_start"] = time.time()
     db = None
     current = None
     meta["load"] = []
     done = 0
     for phase, variant, backlog, rep, clients, batch, arm in plan:
-        if so_fingerprint() != so_stamp:
-            raise SoChanged(f"{SO_PATH} was replaced during the benchmark: E would not be the "
+        if so_fingerprint(so_path) != so_stamp:
+            raise SoChanged(f"{so_path} was replaced during the benchmark: E would not be the "
                             "extension measured so far")
         dbname = f"bench_{'sent_' if phase == 'sent' else ''}{backlog}"
         if current != dbname:
             if db:
                 db.close()
-                admin = Db(args, "postgres")
-                admin.exec(f"DROP DATABASE IF EXISTS {current}")   # free the disk and the cache
-                admin.close()
+                drop_database(current)
             arms_here = [a for a in args.arms if not (phase == "sent" and a in RETRY_ONLY)]
             log(f"== bench: loading {dbname}: {backlog} jobs x {len({SCHEMA[a] for a in arms_here})} tables")
-            db, secs, payload = create_database(args, statements, dbname, backlog, arms_here, sql_dir)
+            db, secs, payload = create_database(dbname, backlog, arms_here, sql_dir)
             meta["load"].append({"db": dbname, "seconds": round(secs, 1)})
             meta["payload_text_bytes"], meta["payload_jsonb_bytes"] = payload
             log(f"   loaded in {secs:.1f} s (payload {payload[0]} bytes as text, {payload[1]} as jsonb)")
@@ -619,11 +514,11 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
             # Warm-up, not recorded: caches, the .so, the write-back of the load settle.
             if args.warmup > 0:
                 for warm_arm in arms_here:
-                    r = run_pgbench(args, dbname, script_for(scripts, warm_arm, variant, 10), 1, 10, backlog,
+                    r = run_pgbench(dbname, script_for(scripts, warm_arm, variant, 10), 1, 10, backlog,
                                     variant, args.warmup)
                     if r["error"]:
                         log(f"   warm-up of {warm_arm} failed: {r['error']}")
-                    wait_for_pgbench_gone(db)
+                    common.wait_quiet(db, autovacuum=False)
                     db.exec(f"UPDATE {SCHEMA[warm_arm]}.send_jobs SET status = 'pending', "
                             "lease_expires_at = NULL WHERE status = 'in_flight'")
         waited = wait_for_autovacuum(db)
@@ -635,9 +530,9 @@ def run_plan(args, plan, scripts, statements, sql_dir, csv_path, meta, so_stamp)
         db.exec("CHECKPOINT")
         before = table_stats(db, arm, variant)
         started = datetime.datetime.now().strftime("%H:%M:%S")
-        r = run_pgbench(args, dbname, script_for(scripts, arm, variant, batch), clients, batch, backlog,
+        r = run_pgbench(dbname, script_for(scripts, arm, variant, batch), clients, batch, backlog,
                         variant, args.duration)
-        wait_for_pgbench_gone(db)
+        common.wait_quiet(db, autovacuum=False)
         after = table_stats(db, arm, variant)
         left = after["in_flight"]
         if left:   # pgbench stopped between a claim and its finalize: put them back

@@ -19,22 +19,23 @@ tests/cluster.py):
            estimates against exact counts, and the plan of one (EXPLAIN ANALYZE of the
            statement it runs).
 
+Each section is printed as soon as it is measured and added to
+bench/results/<name>/report.md; runs.csv holds one row per pgbench run, stats.csv the
+time of each sendjobs_stats() call, sql/ the scripts that ran.
+
     python3 bench/lifecycle.py [--history 10000000] [--duration 5] [--reps 5]
 """
 
 import argparse
-import os
+import csv
 import random
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+import common  # noqa: E402  (bench/common.py)
+from common import REPO, psql, spread  # noqa: E402
 
 CYCLE = {
     1: """SELECT id, claim_generation AS generation FROM sendjobs_claim(1, '1 minute') \\gset
@@ -52,34 +53,25 @@ ENQUEUE = {
 }
 
 
-def psql(db, sql, capture=False):
-    out = subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                         check=True, capture_output=True, text=True)
-    return out.stdout.strip() if capture else None
+class Runs:
+    """runs.csv of the run's folder: one row per pgbench run."""
+
+    def __init__(self, folder):
+        self.file = open(folder / "runs.csv", "w", newline="")
+        self.out = csv.writer(self.file)
+        self.out.writerow(["section", "rep", "clients", "per_txn", "arm", "jobs_s"])
+
+    def pgbench(self, section, rep, db, script, clients, per_txn, arm, duration, variables):
+        """jobs/s of one run (pgbench's tps x jobs per transaction), recorded."""
+        jobs_s = common.pgbench(db, script, clients, duration, variables, check=True)["tps"] * per_txn
+        self.out.writerow([section, rep + 1, clients, per_txn, arm, round(jobs_s, 1)])
+        self.file.flush()
+        return jobs_s
 
 
-def pgbench(db, script, clients, duration, variables):
-    args = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
-            "-T", str(duration)]
-    for name, value in variables.items():
-        args += ["-D", f"{name}={value}"]
-    out = subprocess.run(args + ["-f", script, db], check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"tps = ([0-9.]+)", out).group(1))
-
-
-def write_scripts():
-    tmp = tempfile.mkdtemp(prefix="sendjobs-lifecycle.")
-    paths = {}
-    for kind, texts in (("cycle", CYCLE), ("enqueue", ENQUEUE)):
-        for key, text in texts.items():
-            paths[(kind, key)] = os.path.join(tmp, f"{kind}-{key}.sql")
-            with open(paths[(kind, key)], "w") as f:
-                f.write(text)
-    return paths
-
-
-def spread(values):
-    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+def write_scripts(folder):
+    return {(kind, key): common.write_script(folder, f"{kind}-{key}.sql", text)
+            for kind, texts in (("cycle", CYCLE), ("enqueue", ENQUEUE)) for key, text in texts.items()}
 
 
 def sizes(db):
@@ -121,7 +113,7 @@ def add_backlog(db, count):
              f"SELECT '{{}}', now() - interval '1 hour' FROM generate_series(1, {count})")
 
 
-def history_runs(a, scripts, rng, measure=True):
+def history_runs(a, scripts, rng, runs, measure=True):
     """The history measurement; with measure=False, only the `history` database it fills
     (the stats measurement runs beside that history)."""
     for db in ("empty", "history"):
@@ -153,8 +145,8 @@ def history_runs(a, scripts, rng, measure=True):
             rng.shuffle(arms)
             for db in arms:
                 script = scripts[("cycle", 1 if batch == 1 else "batch")]
-                tps = pgbench(db, script, clients, a.duration, {"batch": batch})
-                results[((clients, batch), db)].append(tps * batch)
+                results[((clients, batch), db)].append(
+                    runs.pgbench("history", rep, db, script, clients, batch, db, a.duration, {"batch": batch}))
         print(f"== history: repetition {rep + 1} of {a.reps} done", flush=True)
     lines = [f"Claim + finalize ('sent'), {a.duration}-s runs x {a.reps}, interleaved; "
              f"a backlog of {a.backlog:,} due jobs before the first run, none added or deleted "
@@ -173,7 +165,7 @@ def history_runs(a, scripts, rng, measure=True):
     return lines
 
 
-def notify_runs(a, scripts, rng):
+def notify_runs(a, scripts, rng, runs):
     psql("postgres", "CREATE DATABASE wakeup")
     psql("wakeup", "CREATE EXTENSION sendjobs")
     psql("wakeup", "SELECT sendjobs_notify('on', true), sendjobs_notify('off', false)")
@@ -184,8 +176,9 @@ def notify_runs(a, scripts, rng):
             queues = ["on", "off"]
             rng.shuffle(queues)
             for queue in queues:
-                tps = pgbench("wakeup", scripts[("enqueue", per_txn)], clients, a.duration, {"queue": queue})
-                results[((clients, per_txn), queue)].append(tps * per_txn)
+                results[((clients, per_txn), queue)].append(
+                    runs.pgbench("notify", rep, "wakeup", scripts[("enqueue", per_txn)], clients, per_txn,
+                                 f"notify {queue}", a.duration, {"queue": queue}))
             psql("wakeup", "TRUNCATE send_jobs CASCADE")
         print(f"== notify: repetition {rep + 1} of {a.reps} done", flush=True)
     lines = [f"Enqueue, {a.duration}-s runs x {a.reps}, interleaved; no session listens.", "",
@@ -213,7 +206,7 @@ EXACT_STATS = """
 ESTIMATED_COLUMNS = ("ready", "scheduled", "sent_5m", "failed_5m")
 
 
-def stats_runs(a):
+def stats_runs(a, folder):
     """sendjobs_stats beside the history: a --stats-backlog pending backlog in 4 queues
     (a third of it due, the rest due over the next hours), 200 jobs in flight, and
     --stats-events jobs finished over the last 5 minutes (1 in 50 failed). Each call is
@@ -238,9 +231,7 @@ def stats_runs(a):
         SELECT id, status, 1, finished_at, queue FROM jobs ORDER BY id""")
     for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
         psql(db, f"VACUUM ANALYZE {table}")
-    import psycopg2  # Debian's python3-psycopg2, as tests/soak uses
-    conn = psycopg2.connect(dbname=db)
-    conn.autocommit = True
+    conn = common.Db(db).conn
     times, errors, estimated = [], {c: [] for c in ESTIMATED_COLUMNS}, 0
     with conn.cursor() as cur:
         for _ in range(a.stats_calls):
@@ -256,10 +247,14 @@ def stats_runs(a):
                     if truth:
                         errors[column].append(abs(value - truth) / truth)
     conn.close()
+    with open(folder / "stats.csv", "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["call", "ms"])
+        out.writerows([i + 1, round(ms, 3)] for i, ms in enumerate(times))
     times.sort()
     p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
-    with open(os.path.join(REPO, "sql", "statements", "stats.sql")) as f:
-        text = "\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("--"))
+    text = "\n".join(line for line in (REPO / "sql" / "statements" / "stats.sql").read_text().splitlines()
+                     if not line.lstrip().startswith("--"))
     # The plan the function runs: the statement prepared with its parameter, generic plan,
     # no parallel workers, as src/spi_plans.rs runs it (pasting clock_timestamp() in for
     # $1 would make the BRIN index unusable: volatile); $2 is send_jobs' oid.
@@ -304,21 +299,35 @@ def main(argv):
                    help="autovacuum off for the queue tables, VACUUM before each repetition "
                         "(outside the timed runs): the hot path alone, without vacuum's share")
     p.add_argument("--seed", type=int, default=1)
+    common.add_name_argument(p, "lifecycle")
+    p.add_argument("--command", default="bash bench/lifecycle.sh " + " ".join(argv), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
-    scripts = write_scripts()
+    folder = common.results_dir("lifecycle", a.name)
+    meta = common.run_meta(a.command)
+    common.write_meta(folder, meta)
+    scripts = write_scripts(folder)
+    runs = Runs(folder)
     only = a.only.split(",")
-    # Each section is printed as soon as it is measured.
+    report = folder / "report.md"
+    report.write_text("\n".join(["# The lifecycle benchmark", ""] + common.header_lines(meta) + ["", ""]))
+
+    def section(title, lines):   # printed and written as soon as it is measured
+        text = "\n".join([f"## {title}", ""] + lines + ["", ""])
+        print(text, flush=True)
+        with open(report, "a") as f:
+            f.write(text)
+
     if "history" in only:
-        print("\n".join(["## Throughput with a finished history", ""] + history_runs(a, scripts, rng) + [""]),
-              flush=True)
+        section("Throughput with a finished history", history_runs(a, scripts, rng, runs))
     elif "stats" in only:
-        history_runs(a, scripts, rng, measure=False)
+        history_runs(a, scripts, rng, runs, measure=False)
     if "notify" in only:
-        print("\n".join(["## Enqueue with wake-ups on and off", ""] + notify_runs(a, scripts, rng) + [""]),
-              flush=True)
+        section("Enqueue with wake-ups on and off", notify_runs(a, scripts, rng, runs))
     if "stats" in only:
-        print("\n".join(["## sendjobs_stats", ""] + stats_runs(a) + [""]), flush=True)
+        section("sendjobs_stats", stats_runs(a, folder))
+    runs.file.close()
+    print(f"== lifecycle: written to {folder}", flush=True)
     return 0
 
 

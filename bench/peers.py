@@ -21,11 +21,12 @@ repetition, for each grid point, the arms run one after the other in a shuffled 
 Before every run the peer's queue is brought to `backlog + what the run will consume`
 waiting jobs (finished rows deleted, new jobs added or the newest removed), vacuumed and
 checkpointed; a run whose queue fell below the backlog is run again with more. Prints and
-writes a markdown report (--report) and one CSV row per run (--csv).
+writes bench/results/<name>/report.md, one CSV row per run (runs.csv) and meta.json.
 
 Run it inside a cluster: bash bench/peers.sh [options] does (tests/cluster.py run ... --
-python3 bench/peers.py ...). `--prepare-only` fetches the peers and exits;
-`--report-only` rebuilds the report from the CSV and its .meta.json.
+python3 bench/peers.py ...), and bash bench/run.sh --peers after the grid.
+`--prepare-only` fetches the peers and exits; `--report-only DIR` rebuilds a run's report
+from its runs.csv and meta.json.
 """
 
 import argparse
@@ -34,30 +35,24 @@ import datetime
 import json
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench", "peers"))
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+import common  # noqa: E402  (bench/common.py)
+from common import Db, REPO, fmt_dur, log, psql_file, wait_quiet  # noqa: E402
+
+sys.path.insert(0, str(common.HERE / "peers"))
 import pgboss  # noqa: E402  (bench/peers/pgboss.py)
 import pgmq    # noqa: E402  (bench/peers/pgmq.py)
-from bench import Db as BenchDb  # noqa: E402  (bench/bench.py)
 
-try:
-    import psycopg2
-except ImportError:   # --prepare-only and --report-only do without
-    psycopg2 = None
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 CACHE = os.path.join(REPO, "target", "peers-cache")
 ARMS = ["sendjobs", "pgmq-delete", "pgmq-archive", "pg-boss"]
 PEER_OF = {"sendjobs": "sendjobs", "pgmq-delete": "pgmq", "pgmq-archive": "pgmq", "pg-boss": "pgboss"}
 LEASE_S = 30          # sendjobs' lease and pgmq's visibility timeout (pg-boss: the queue's expiry)
 FOOT_POINT = (1, 10)  # (clients, batch) of the footprint table
+APP = "peers-driver"  # the driver's application_name
 # The payload of every job in every peer: bench/bench.py's, about 100 bytes of JSON.
 PAYLOAD = ("jsonb_build_object('to', 'partner-' || lpad(mod(i, 500)::text, 4, '0'), "
            "'ref', 'tx-' || lpad(i::text, 10, '0'), 'kind', 'payment.notify', 'currency', 'EUR', "
@@ -70,39 +65,6 @@ FIELDS = ["backlog", "rep", "clients", "batch", "arm", "attempt", "valid", "dura
           "table_bytes", "index_bytes", "rows_after", "autovacuums", "prep_s", "t"]
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
-def parse_list(text):
-    return [int(x) for x in str(text).split(",") if x.strip()]
-
-
-def fmt_dur(s):
-    s = int(s)
-    return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
-
-
-# --------------------------------------------------------------------------------------
-# The database
-
-
-class Db(BenchDb):
-    """bench.py's connection (exec, rows, one, close), to a database of the cluster the
-    environment names (PGHOST, PGPORT, PGUSER: tests/cluster.py sets them)."""
-
-    def __init__(self, dbname):
-        self.conn = psycopg2.connect(dbname=dbname, application_name="peers-driver")
-        self.conn.autocommit = True
-
-
-def psql_file(db, path, single_transaction):
-    cmd = [f"{PGBIN}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db, "-f", path]
-    if single_transaction:
-        cmd.insert(1, "-1")
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-
-
 # --------------------------------------------------------------------------------------
 # The peers: each knows its database, how to fill and empty its queue, and its scripts
 
@@ -113,7 +75,7 @@ class SendJobs:
 
     def setup(self, admin, run_dir, batches):
         admin.exec("CREATE DATABASE sendjobs")
-        self.c = Db(self.db)
+        self.c = Db(self.db, APP)
         self.c.exec("CREATE EXTENSION sendjobs")
         self.version = self.c.one("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")[0]
         return {"version": self.version}
@@ -162,7 +124,7 @@ class Pgmq:
         # The crate's SQL-only install of a fresh database runs its init script pgmq.sql
         # (install_sql_from_embedded); the bookkeeping table it adds is left out.
         psql_file(self.db, pgmq.install_script(root), single_transaction=True)
-        self.c = Db(self.db)
+        self.c = Db(self.db, APP)
         self.c.exec("SELECT pgmq.create(%s)", (pgmq.QUEUE,))
         self.stmts = pgmq.client_statements(root)
         return {"crate": f"{pgmq.CRATE} {pgmq.VERSION}", "sha256": pgmq.SHA256,
@@ -218,7 +180,7 @@ class PgBoss:
         table = self.cap["queue"]["table"]
         if f"pgboss.{table}" != self.tables[0]:
             raise SystemExit(f"peers: pg-boss put the queue in {table}")
-        self.c = Db(self.db)
+        self.c = Db(self.db, APP)
         self.c.exec("DELETE FROM pgboss.job_common")     # the capture's jobs
         self.insert = pgboss.insert_sql(self.cap)
         with open(os.path.join(run_dir, "pgboss_capture.json"), "w") as f:
@@ -277,55 +239,13 @@ def snapshot(c, tables):
     return dict(zip(keys, st), av=av)
 
 
-def wait_quiet(c, limit_s=60):
-    """Until no pgbench backend and no autovacuum worker is left in this database (bounded);
-    exiting backends flush their table statistics."""
-    t0 = time.time()
-    while time.time() - t0 < limit_s:
-        n = c.one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                  "AND (application_name = 'pgbench' OR backend_type = 'autovacuum worker')")[0]
-        if n == 0:
-            break
-        time.sleep(0.1)
-    time.sleep(0.3)
-
-
-def parse_pgbench(out):
-    r = {}
-    m = re.search(r"number of transactions actually processed: (\d+)", out)
-    r["cycles"] = int(m.group(1)) if m else 0
-    m = re.search(r"number of failed transactions: (\d+)", out)
-    r["failed"] = int(m.group(1)) if m else 0
-    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
-    r["tps"] = float(m.group(1)) if m else 0.0
-    lat = []
-    sect = out.split("statement latencies in milliseconds", 1)
-    if len(sect) == 2:
-        for line in sect[1].splitlines()[1:]:
-            m = re.match(r"\s+([\d.]+)\s+\d+\s+(.*)$", line)
-            if m:
-                lat.append(float(m.group(1)))
+def run_pgbench(db, script, clients, batch, duration):
+    r = common.pgbench(db, script, clients, duration, latencies=True,
+                       variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S})
     # the first statement is the claim; the complete is the last one
+    lat = [ms for ms, _text in r["statements"]]
     r["claim_ms"] = lat[0] if lat else None
     r["complete_ms"] = lat[-1] if len(lat) > 1 else None
-    return r
-
-
-def run_pgbench(db, script, clients, batch, duration):
-    cmd = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", "-r",
-           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-T", str(duration),
-           "-D", f"batch={batch}", "-D", f"queue={pgmq.QUEUE}", "-D", f"vt={LEASE_S}",
-           "-f", script, db]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
-        out, err, rc = p.stdout, p.stderr, p.returncode
-    except subprocess.TimeoutExpired:
-        out, err, rc = "", "pgbench timed out", -1
-    r = parse_pgbench(out)
-    r["error"] = ""
-    if rc != 0 or "aborted" in err or r["failed"]:
-        first = [ln for ln in err.splitlines() if "error" in ln.lower() or "abort" in ln.lower()][:2]
-        r["error"] = (" | ".join(first) or f"pgbench exit {rc}")[:300]
     return r
 
 
@@ -417,29 +337,20 @@ def estimate_seconds(args):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="bench/peers.sh", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("--clients", default="1,4,8")
-    p.add_argument("--batches", default="1,10,100")
-    p.add_argument("--backlogs", "--backlog", dest="backlogs", default="10000,1000000",
-                   help="waiting jobs that must remain during every run (list)")
+    common.add_grid_arguments(p)   # the grid of bench/bench.py; the backlog stays throughout
     p.add_argument("--arms", default=",".join(ARMS))
-    p.add_argument("--duration", type=int, default=10, help="seconds per pgbench run")
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=2, help="unrecorded seconds per arm per backlog")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--report", default=os.path.join(REPO, "bench", "results", "peers.md"))
-    p.add_argument("--csv", default=None, help="default: the report's path with .csv")
+    p.add_argument("--seed", type=int, default=1, help="the arms' order at each grid point")
+    common.add_name_argument(p, "peers")
+    p.add_argument("--command", default="bash bench/peers.sh " + " ".join(argv), help=argparse.SUPPRESS)
     p.add_argument("--prepare-only", action="store_true", help="fetch the peers into the cache, exit")
-    p.add_argument("--report-only", action="store_true", help="rebuild the report from --csv")
-    a = p.parse_args(argv)
-    a.clients, a.batches, a.backlogs = parse_list(a.clients), parse_list(a.batches), parse_list(a.backlogs)
+    p.add_argument("--report-only", metavar="DIR", help="rebuild the report of a run's folder, exit")
+    a = common.resolve_grid(p.parse_args(argv))
     a.arms = [x for x in a.arms.split(",") if x]
     bad = set(a.arms) - set(ARMS)
     if bad:
         p.error(f"unknown arms {sorted(bad)}; known: {ARMS}")
-    a.csv = a.csv or os.path.splitext(a.report)[0] + ".csv"
-    meta_path = os.path.splitext(a.csv)[0] + ".meta.json"
 
     if a.prepare_only:
         root = pgmq.fetch(CACHE)
@@ -448,29 +359,25 @@ def main(argv):
         log(f"== peers: pg-boss {pgboss.VERSION} (integrity ok) in {root}")
         return 0
     if a.report_only:
-        with open(meta_path) as f:
-            meta = json.load(f)
-        with open(a.csv) as f:
+        with open(os.path.join(a.report_only, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
-        return write_report(a.report, meta, rows)
-    if psycopg2 is None:
-        raise SystemExit("peers: no psycopg2 in this python: run it with /usr/bin/python3 "
-                         "(apt package python3-psycopg2), as bench/peers.sh does")
+        return write_report(a.report_only, common.read_meta(a.report_only), rows)
 
     est, nruns = estimate_seconds(a)
-    log(f"== peers: {nruns} runs of {a.duration} s ({len(a.backlogs)} backlogs x {a.reps} reps x "
+    log(f"== peers: {nruns} runs of {a.duration:g} s ({len(a.backlogs)} backlogs x {a.reps} reps x "
         f"{len(a.clients)} clients x {len(a.batches)} batches x {len(a.arms)} arms); "
         f"estimated {fmt_dur(est)}")
+    results = common.results_dir("peers", a.name)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = os.path.join(CACHE, f"run-{stamp}")   # the scripts hold the peers' SQL: not in the repo
     os.makedirs(run_dir, exist_ok=True)
-    os.makedirs(os.path.dirname(os.path.abspath(a.report)), exist_ok=True)
-    os.makedirs(os.path.dirname(os.path.abspath(a.csv)), exist_ok=True)
+    csv_path = results / "runs.csv"
 
     t_start = time.time()
-    admin = Db("postgres")
+    admin = Db("postgres", APP)
     peers = {}
-    meta = {"peers": {}}
+    meta = common.run_meta(a.command)
+    meta["peers"] = {}
     for arm in a.arms:
         name = PEER_OF[arm]
         if name not in peers:
@@ -489,24 +396,18 @@ def main(argv):
                             "full_page_writes", "max_wal_size", "checkpoint_timeout", "autovacuum",
                             "autovacuum_naptime", "jit", "work_mem"],))
     meta.update({
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "bash bench/peers.sh " + " ".join(argv),
-        "git_rev": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
-                                  capture_output=True, text=True).stdout.strip(),
-        "nproc": os.cpu_count(), "pg_version": admin.one("SELECT version()")[0],
         "settings": [f"{n} = {v}" for n, v in settings],
         "grid": {"clients": a.clients, "batches": a.batches, "backlogs": a.backlogs, "arms": a.arms,
                  "duration_s": a.duration, "reps": a.reps, "warmup_s": a.warmup, "seed": a.seed,
                  "lease_s": LEASE_S},
         "scripts_dir": run_dir, "estimate_s": round(est),
     })
-    with open(meta_path, "w") as f:   # rewritten at the end; --report-only reads it
-        json.dump(meta, f, indent=2)
-    with open(a.csv, "w", newline="") as f:
+    common.write_meta(results, meta)   # rewritten at the end; --report-only reads it
+    with open(csv_path, "w", newline="") as f:
         csv.DictWriter(f, FIELDS).writeheader()
 
     def record(row):
-        with open(a.csv, "a", newline="") as f:
+        with open(csv_path, "a", newline="") as f:
             csv.DictWriter(f, FIELDS).writerow(row)
         rows.append(row)
 
@@ -561,21 +462,21 @@ def main(argv):
             log(f"== peers: backlog {backlog:,}: repetition {rep + 1} of {a.reps} done "
                 f"({fmt_dur(time.time() - t_start)} so far)")
     meta["elapsed_s"] = round(time.time() - t_start)
-    with open(meta_path, "w") as f:
-        json.dump(meta, f, indent=2)
+    common.write_meta(results, meta)
     for peer in peers.values():
         peer.c.close()
     admin.close()
-    return write_report(a.report, meta, rows)
+    return write_report(results, meta, rows)
 
 
 # --------------------------------------------------------------------------------------
 # The report
 
 
-def write_report(path, meta, rows):
+def write_report(results, meta, rows):
     text = report_text(meta, rows)
     print("\n" + text)
+    path = os.path.join(results, "report.md")
     with open(path, "w") as f:
         f.write(text)
     log(f"== peers: report written to {path}")
@@ -597,8 +498,8 @@ def report_text(meta, rows):
     out = []
     w = out.append
     w("# sendjobs, pgmq and pg-boss side by side\n")
-    w(f"{meta['date']}, git {meta['git_rev']}, `{meta['command']}`; {meta['nproc']} cores; "
-      f"{meta['pg_version'].split(' on ')[0]}; {meta.get('elapsed_s', 0) // 60} min.\n")
+    out.extend(common.header_lines(meta))
+    w("")
     w("One cluster (`tests/cluster.py`), one database per peer, the arms interleaved in a shuffled "
       f"order at every grid point; {g['duration_s']} s per run, {g['reps']} repetitions; "
       "`pgbench -n -M prepared`, one transaction = claim n jobs, then complete them (two "
@@ -688,7 +589,7 @@ def report_text(meta, rows):
                                       for r in bad) if bad else "") + ".")
     w(f"- Runs during which an autovacuum or autoanalyze completed in the peer's database: {av}.")
     w(f"- Scripts that ran (they hold the peers' SQL, so they stay out of the repository): "
-      f"`{meta['scripts_dir']}`; raw data: one CSV row per run next to this report.")
+      f"`{meta['scripts_dir']}`; raw data beside this report: `runs.csv` (one row per run), `meta.json`.")
     return "\n".join(out) + "\n"
 
 

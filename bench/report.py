@@ -1,33 +1,30 @@
 #!/usr/bin/python3
-"""Turns bench/results/<mode>/{runs.csv,meta.json} into BENCHMARKS.md and PNG plots, and
-prints the throughput table and the PASS/FAIL lines of the targets.
+"""Turns a run of the grid, bench/results/<name>/{runs.csv,meta.json}, into
+that folder's report.md and PNG plots, and prints the throughput table and the PASS/FAIL
+lines of the targets. bench/run.sh calls it after the grid; it runs nothing itself.
 
-    /usr/bin/python3 bench/report.py [--results DIR] [--report PATH] [--plots DIR]
+    /usr/bin/python3 bench/report.py bench/results/<name>
 """
 
 import argparse
 import csv
-import json
 import os
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+import common  # noqa: E402  (bench/common.py)
+from common import median  # noqa: E402
+
 NOISE = 0.05          # "within 5% noise"
-ARM_ORDER = ["E", "S", "P", "F", "M", "E1", "P1"]
+ARM_ORDER = ["E", "F", "M"]
 ARM_LABEL = {
     "E": "E  extension functions",
-    "S": "S  same SQL, client-prepared",
-    "P": "P  same logic in PL/pgSQL",
     "F": "F  floor: 2 single-row UPDATE txns",
-    "E1": "E1 extension, one finalize call per job",
-    "P1": "P1 PL/pgSQL, one finalize call per job",
     "M": "M  minimal SQL queue (yardstick)",
 }
-COLORS = {"E": "#d62728", "S": "#1f77b4", "P": "#2ca02c", "F": "#7f7f7f", "E1": "#ff9896", "P1": "#98df8a", "M": "#9467bd"}
+COLORS = {"E": "#d62728", "F": "#7f7f7f", "M": "#9467bd"}
 
 
 def load(results):
@@ -41,13 +38,7 @@ def load(results):
                       "total_bytes", "autovacuums", "autovacuums_any", "lat_avg_ms", "leftover_in_flight"):
                 r[k] = float(r[k]) if r.get(k) not in ("", None) else None
             rows.append(r)
-    meta = json.loads((results / "meta.json").read_text()) if (results / "meta.json").exists() else {}
-    return rows, meta
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+    return rows, common.read_meta(results)
 
 
 class Agg:
@@ -64,7 +55,7 @@ class Agg:
     def get(self, variant, backlog, clients, batch, arm, field="jobs_per_s"):
         if arm == "F":
             batch = 1
-        return med([r[field] for r in self.groups.get((variant, backlog, clients, batch, arm), [])])
+        return median([r[field] for r in self.groups.get((variant, backlog, clients, batch, arm), [])])
 
     def spread(self, variant, backlog, clients, batch, arm, field="jobs_per_s"):
         if arm == "F":
@@ -146,31 +137,6 @@ def targets(agg):
     out = []
     backlogs, clients, batches, arms = agg.axes("retry")
 
-    # 1. E >= S and E >= P everywhere (5% noise)
-    worst, fails, checked = None, [], 0
-    for b in backlogs:
-        for c in clients:
-            for bt in batches:
-                e = agg.get("retry", b, c, bt, "E")
-                for other in ("S", "P"):
-                    o = agg.get("retry", b, c, bt, other)
-                    r = ratio(e, o)
-                    if r is None:
-                        continue
-                    checked += 1
-                    if worst is None or r < worst[0]:
-                        worst = (r, f"E/{other} = {r:.2f} at backlog {bl(b)}, {c} clients, batch {bt}")
-                    if r < 1 - NOISE:
-                        fails.append(f"E/{other} {r:.2f} ({bl(b)}, c{c}, b{bt}; runs: "
-                                     f"{agg.reps(b, c, bt, 'E')} vs {agg.reps(b, c, bt, other)})")
-    if checked:
-        out.append(("E >= S and E >= P at every grid point (within 5%)",
-                    "FAIL" if fails else "PASS",
-                    f"{len(fails)} of {checked} comparisons below 0.95; worst {worst[1]}"
-                    + (f"; failing: {', '.join(fails[:12])}{' ...' if len(fails) > 12 else ''}" if fails else "")))
-    else:
-        out.append(("E >= S and E >= P at every grid point (within 5%)", "SKIP", "no E/S/P data"))
-
     def e_ratio_target(name, numerator, denominator, threshold, detail):
         """PASS when E's (batch, arm) `numerator` / `denominator` jobs/s >= threshold everywhere."""
         det, ok = [], True
@@ -187,14 +153,14 @@ def targets(agg):
                 ok &= r >= threshold
         return (name, "PASS" if ok else "FAIL", "; ".join(det))
 
-    # 2. batch 100 per-job throughput >= 10x batch 1
+    # 1. batch 100 per-job throughput >= 10x batch 1
     if 1 in batches and 100 in batches:
         out.append(e_ratio_target("E jobs/s at batch 100 >= 10x batch 1", (100, "E"), (1, "E"), 10,
                                   lambda r: f"{r:.1f}x"))
     else:
         out.append(("E jobs/s at batch 100 >= 10x batch 1", "SKIP", "the grid lacks batch 1 or 100"))
 
-    # 3. claim latency at the largest backlog <= 1.2x the smallest
+    # 2. claim latency at the largest backlog <= 1.2x the smallest
     if len(backlogs) >= 2:
         lo, hi = backlogs[0], backlogs[-1]
         det, ok = [], True
@@ -211,7 +177,7 @@ def targets(agg):
     else:
         out.append(("E claim latency at 1M <= 1.2x at 10k", "SKIP", "one backlog only"))
 
-    # 4. throughput does not fall as clients rise
+    # 3. throughput does not fall as clients rise
     if len(clients) >= 2:
         det, ok = [], True
         for b in backlogs:
@@ -233,7 +199,7 @@ def targets(agg):
     else:
         out.append(("E jobs/s does not fall as clients rise", "SKIP", "one client count only"))
 
-    # 5. E at batch 1 >= 0.7 x F
+    # 4. E at batch 1 >= 0.7 x F
     if 1 in batches and "F" in arms:
         out.append(e_ratio_target("E at batch 1 >= 0.7x F (jobs/s vs F cycles/s)", (1, "E"), (1, "F"), 0.7,
                                   lambda r: f"{r:.2f}"))
@@ -500,11 +466,11 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
     rel = lambda p: Path(os.path.relpath(Path(p).resolve(), base))  # noqa: E731
     lines = []
     mode = meta.get("mode", "?")
-    lines.append("# sendjobs benchmarks\n")
+    lines.append(f"# sendjobs benchmark grid: run `{Path(report_path).resolve().parent.name}`\n")
     if mode != "full":
         lines.append(f"> **{mode.upper()} RUN** — a reduced grid with short runs, made while developing the "
                      "harness on a shared machine. The numbers show the shape, not the truth; "
-                     "publish only a full run (`bash bench/run.sh`) on a quiet machine.\n")
+                     "curate into BENCHMARKS.md only a full run (`bash bench/run.sh`) on a quiet machine.\n")
     # Only the load before the first run says anything about other work: the 1-minute
     # load average at the end counts the benchmark's own last runs (the sustained ones).
     try:
@@ -516,40 +482,16 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
         lines.append(f"> **Busy machine**: load average {load_start:.1f} on {cores} cores before the first "
                      "run — other work shared the CPU and the disk with the benchmark, so differences "
                      "between arms are mostly noise.\n")
-    lines.append("Produced by `bench/run.sh` (see [bench/README.md](bench/README.md) for the method). "
-                 "Every number is the **median of "
-                 f"{g.get('reps', '?')} run(s)** of {g.get('duration_s', '?')} s per grid point, arms "
-                 "interleaved; jobs/s counts jobs claimed and finalized.\n")
-    lines.append(f"- command: `{meta.get('command') or 'bash bench/run.sh'}`")
-    lines.append(f"- date: {meta.get('date', '?')}; elapsed {meta.get('elapsed_s', '?')} s "
-                 f"(estimated {meta.get('estimate_s', '?')} s)")
-    dirty = meta.get("git_dirty") or []
-    lines.append(f"- git rev: `{meta.get('git_rev', '?')}`" +
-                 (f" **with uncommitted changes** in {', '.join('`' + d[3:] + '`' for d in dirty)}" if dirty else " (clean src/, sql/)"))
-    so = meta.get("so") or {}
-    lines.append(f"- extension under test (E): `{so.get('path', '?')}` sha256 `{so.get('sha256', '?')}…`, "
-                 f"installed {so.get('mtime', '?')}")
-    sis = meta.get("statements_in_so") or {}
-    if not sis or any(v is None for v in sis.values()):
-        verdict = "unknown"
-    elif all(sis.values()):
-        verdict = "**yes**"
-    else:
-        verdict = "**NO** (" + ", ".join(k for k, v in sis.items() if not v) + ")"
-    if sis and all(k.endswith(".sql") for k in sis):
-        # Since sql/statements/: every statement file, checked whole (the .so embeds the files).
-        used = ", ".join(f"`{f}`" for f in meta.get("statement_files_s_p") or []) or "?"
-        lines.append(f"- statement files (all {len(sis)} of `sql/statements/`; S/P run those of {used}) "
-                     f"byte-identical to the ones compiled into that .so: {verdict}")
-    else:   # a run from before sql/statements/: one entry per statement
-        lines.append(f"- S/P statements byte-identical to the ones compiled into that .so: {verdict}")
+    method = rel(common.HERE / "README.md")
+    lines.append(f"Written by `bench/run.sh` (the method: [bench/README.md]({method})). Every number is the "
+                 f"**median of {g.get('reps', '?')} run(s)** of {g.get('duration_s', '?')} s per grid point, "
+                 "arms interleaved; jobs/s counts jobs claimed and finalized.\n")
+    lines += common.header_lines(meta)
+    lines.append(f"- estimated {common.fmt_dur(meta.get('estimate_s', 0))} for {meta.get('runs_planned', '?')} runs")
     lines.append("")
-
-    lines.append("Arms: **E** the extension's functions; **S** the same statements the extension runs, sent "
-                 "by the client as prepared statements; **P** the same logic in PL/pgSQL; **F** the floor, two "
-                 "single-row `UPDATE` transactions per cycle. One cycle = one claim transaction + one finalize "
-                 "transaction (`retry` with `retry_at = now()`, so the backlog never drains). Method and "
-                 "unavoidable differences between the arms: [bench/README.md](bench/README.md).\n")
+    lines.append("Arms: **E** the extension's functions; **F** the floor, two single-row `UPDATE` transactions "
+                 "per cycle. One cycle = one claim transaction + one finalize transaction (`retry` with "
+                 "`retry_at = now()`, so the backlog never drains).\n")
     if "M" in agg.axes("retry")[3]:
         lines.append("**M** (a yardstick, not a competitor with the same guarantees): a minimal SQL queue on a "
                      "copy of the same table — the claim's pending branch alone (`SELECT ... FOR UPDATE SKIP LOCKED` "
@@ -577,8 +519,7 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
         lines.append(f"![{p.stem}]({rel(p)})\n")
 
     lines.append("## Latency per statement (pgbench -r, ms, client-observed, includes the commit)\n")
-    lines.append("claim = the claim transaction; finalize = the finalize transaction (for S the "
-                 "statement sent by the client).\n")
+    lines.append("claim = the claim transaction; finalize = the finalize transaction.\n")
     lines.append(latency_table(agg) + "\n")
     lines.append("### Claim latency: largest vs smallest backlog\n")
     lines.append(backlog_latency_table(agg) + "\n")
@@ -590,7 +531,7 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
                  "run (each run starts right after a VACUUM); autovacuum runs = autovacuums and autoanalyzes of any "
                  "table in the database that completed during the run. Cells are " + " / ".join(agg.axes("retry")[3]) + ".\n")
     lines.append(footprint_table(agg) + "\n")
-    lines.append("The claim and the finalize of E/S/P cannot be HOT updates: both change `status`, which is in "
+    lines.append("The claim and the finalize of E and M cannot be HOT updates: both change `status`, which is in "
                  "the predicate of every partial index, and an indexed column (`lease_expires_at`, "
                  "`next_attempt_at`); so every cycle inserts index entries and leaves dead ones. F updates "
                  "only `attempts` (not indexed) and is HOT. F's WAL per cycle at a large backlog is mostly "
@@ -617,8 +558,7 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
                              r["error"].replace("|", "/")] for r in agg.errors]) + "\n")
 
     lines.append("## Machine and server\n")
-    lines.append(f"- CPU: {meta.get('cpu', '?')}, `nproc` = {meta.get('nproc', '?')}; kernel {meta.get('kernel', '?')}")
-    lines.append(f"- load average at start / end: `{meta.get('loadavg_start', '?')}` / `{meta.get('loadavg_end', '?')}`")
+    lines.append(f"- load average at the end: `{meta.get('loadavg_end', '?')}`")
     lines.append(f"- {meta.get('pg_version', '?')}; {meta.get('pgbench', '')}")
     lines.append("- `free -h`:\n\n```\n" + meta.get("free_h", "?") + "\n```")
     lines.append("- server settings (throwaway cluster, loopback, its own port):\n\n```\n" +
@@ -631,26 +571,23 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
                  f"arms {g.get('arms')}, terminal variant {g.get('sent')}; VACUUM (ANALYZE) + CHECKPOINT "
                  f"before each run: {g.get('vacuum_before_each_run')}")
     lines.append(f"- data loads: {meta.get('load')}")
-    lines.append(f"- raw data: `{rel(meta.get('results_dir', 'bench/results'))}/runs.csv` (one row per run), "
-                 "`meta.json`, and `sql/` (the exact scripts, functions and table copies that ran, and the "
-                 "statements S and P were derived from)")
+    lines.append("- raw data, beside this report: `runs.csv` (one row per run), `sustained.csv`, `meta.json`, "
+                 "and `sql/` (the exact pgbench scripts and table copies that ran)")
     lines.append("")
     report_path.write_text("\n".join(lines) + "\n")
 
 
 def main(argv):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--results", default=str(HERE / "results" / "full"))
-    ap.add_argument("--report", default=str(REPO / "BENCHMARKS.md"))
-    ap.add_argument("--plots", default=str(HERE / "plots"))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", help="a run's folder, bench/results/<name>")
     a = ap.parse_args(argv)
     results = Path(a.results)
     rows, meta = load(results)
-    meta.setdefault("results_dir", str(results))
     agg = Agg(rows)
     tg = targets(agg)
-    files = plots(agg, Path(a.plots), meta)
-    write_report(rows, meta, agg, tg, files, Path(a.report))
+    files = plots(agg, results, meta)
+    report = results / "report.md"
+    write_report(rows, meta, agg, tg, files, report)
     print("\n== throughput (jobs/s, medians)\n")
     print(throughput_table(agg))
     if agg.errors:
@@ -658,7 +595,7 @@ def main(argv):
     print("\n== targets\n")
     for name, status, detail in tg:
         print(f"{status}  {name}\n      {detail}")
-    print(f"\n== wrote {a.report} and {', '.join(str(f) for f in files)}")
+    print(f"\n== wrote {report} and {', '.join(f.name for f in files)} beside it")
     return 0
 
 

@@ -1,51 +1,55 @@
 #!/usr/bin/env bash
-# The sendjobs benchmark suite: E (the extension) vs S (the same SQL, client-prepared)
-# vs P (the same logic in PL/pgSQL) vs F (the floor), with pgbench, on a throwaway
-# PostgreSQL cluster of the major of SENDJOBS_PG, 18 by default (tests/cluster.py: created
-# under /tmp, always removed).
+# The sendjobs benchmark: E (the extension) against F (the floor) and M (a minimal SQL
+# queue), with pgbench, on a throwaway PostgreSQL cluster of the major of SENDJOBS_PG, 18
+# by default (tests/cluster.py: created under /tmp, always removed); with --peers, then
+# the same grid against pgmq and pg-boss (bench/peers.sh).
 #
-#   bash bench/run.sh              # the full grid (about 55 minutes; run it on a quiet machine)
+#   bash bench/run.sh              # the full grid (about 35 minutes; run it on a quiet machine)
+#   bash bench/run.sh --peers      # the grid, then the peers (about 2 h more)
 #   bash bench/run.sh --quick      # a tiny grid with 2-second runs (a few minutes), for development
-#   bash bench/run.sh --help       # every option (durations, grid, arms, output paths)
+#   bash bench/run.sh --help       # every option (durations, grid, arms)
 #
-# Writes BENCHMARKS.md (repo root), bench/plots/*.png and the raw data under
-# bench/results/<full|quick>/ (runs.csv, meta.json, sql/). It first builds the extension
-# with the release profile and installs it into that PostgreSQL (after
-# scripts/setup.sh); SENDJOBS_SKIP_INSTALL=1 measures the one already installed.
+# Writes bench/results/<name>/ (git-ignored): report.md, the plots, runs.csv, meta.json,
+# sustained.csv and sql/; with --peers the peers' run in its peers/ folder. It first
+# builds the extension with the release profile and installs it into that PostgreSQL
+# (after scripts/setup.sh); SENDJOBS_SKIP_INSTALL=1 measures the one already installed.
 # Options for this wrapper (everything else goes to bench/bench.py):
-#   --report PATH    the report to write       (default: BENCHMARKS.md)
-#   --plots DIR      where the PNGs go         (default: bench/plots)
+#   --name NAME      the run's folder under bench/results/ (default: full-<UTC date-time>,
+#                    quick-<UTC date-time> with --quick)
+#   --peers          then run bench/peers.sh with the grid options given here (--quick,
+#                    --duration, --reps, --clients, --batches, --backlogs, --warmup)
 #   --keep-going     write the report even if some runs failed or the grid was aborted
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-REPO="$PWD"
 source scripts/lib.sh
 PYTHON=/usr/bin/python3 # Debian's python: it sees the apt packages python3-psycopg2 / -matplotlib
 
 log() { printf '== run.sh: %s\n' "$*"; }
 
-REPORT="$REPO/BENCHMARKS.md"
-PLOTS="$REPO/bench/plots"
 KEEP_GOING=0
+PEERS=0
 MODE=full
+NAME=""
 BENCH_ARGS=()
-RESULTS=""
+GRID_ARGS=()   # the options bench.py and peers.py share (common.add_grid_arguments)
 while [ $# -gt 0 ]; do
   case "$1" in
-    --report) REPORT="$(realpath -m "$2")"; shift 2 ;;
-    --plots) PLOTS="$(realpath -m "$2")"; shift 2 ;;
+    --name) NAME="$2"; shift 2 ;;
+    --peers) PEERS=1; shift ;;
     --keep-going) KEEP_GOING=1; shift ;;
-    --quick) MODE=quick; BENCH_ARGS+=("$1"); shift ;;
-    --results) RESULTS="$(realpath -m "$2")"; shift 2 ;;
+    --quick) MODE=quick; BENCH_ARGS+=("$1"); GRID_ARGS+=("$1"); shift ;;
+    --duration|--reps|--clients|--batches|--backlogs|--backlog|--warmup)
+      BENCH_ARGS+=("$1" "$2"); GRID_ARGS+=("$1" "$2"); shift 2 ;;
     -h|--help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-      "$PYTHON" bench/bench.py --host x --port 0 --help | sed -n '/^options:/,$p'
+      "$PYTHON" bench/bench.py --help | sed -n '/^options:/,$p'
       exit 0 ;;
     *) BENCH_ARGS+=("$1"); shift ;;
   esac
 done
-[ -n "$RESULTS" ] || RESULTS="$REPO/bench/results/$MODE"
+[ -n "$NAME" ] || NAME="$MODE-$(date -u +%Y%m%d-%H%M%S)"
+RESULTS="$PWD/bench/results/$NAME"
 COMMAND="bash bench/run.sh${BENCH_ARGS[*]:+ ${BENCH_ARGS[*]}}"
 
 # --- what we need ------------------------------------------------------------------------
@@ -54,7 +58,7 @@ if [ "${SENDJOBS_SKIP_INSTALL:-0}" != 1 ]; then
   install_extension >/dev/null
 fi
 need_apt=()
-for pkg in postgresql-15 python3-psycopg2 python3-matplotlib; do
+for pkg in python3-psycopg2 python3-matplotlib; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -63,14 +67,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
 for tool in "$PGBIN/postgres" "$PGBIN/pgbench" "$PGBIN/initdb" "$PGBIN/pg_ctl"; do
-  [ -x "$tool" ] || { echo "run.sh: $tool not found" >&2; exit 2; }
+  [ -x "$tool" ] || { echo "run.sh: $tool not found (scripts/setup.sh installs PostgreSQL $SENDJOBS_PG)" >&2; exit 2; }
 done
 if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control" ]; then
   echo "run.sh: the sendjobs extension is not installed into PostgreSQL $SENDJOBS_PG (scripts/lib.sh install_extension)" >&2
   exit 2
 fi
 # Fail on a bad option before creating anything.
-"$PYTHON" bench/bench.py --host x --port 0 --dry-run "${BENCH_ARGS[@]}" >/dev/null
+"$PYTHON" bench/bench.py --dry-run "${BENCH_ARGS[@]}" >/dev/null
 
 # --- a throwaway cluster -----------------------------------------------------------------
 # tests/cluster.py creates it, runs bench.py against it, then stops it and removes its
@@ -98,13 +102,10 @@ SETTINGS=(
 )
 SETTINGS_TEXT="$(printf '%s ' "${SETTINGS[@]}" | sed 's/ -c / /g; s/^-c //; s/ $//')"
 
-log "starting the benchmark cluster (tests/cluster.py)"
+log "starting the benchmark cluster (tests/cluster.py); results in bench/results/$NAME"
 set +e
-# bench.py's --host/--port come from cluster.py's PGHOST/PGPORT, expanded by the inner
-# shell; the other arguments pass through unchanged as "$@".
 "$PYTHON" tests/cluster.py run --name sendjobs-bench --stop-mode immediate "${SETTINGS[@]}" -- \
-  bash -c 'exec "$0" bench/bench.py --host "$PGHOST" --port "$PGPORT" "$@"' \
-  "$PYTHON" --results "$RESULTS" --command "$COMMAND" --settings "$SETTINGS_TEXT" "${BENCH_ARGS[@]}"
+  "$PYTHON" bench/bench.py --name "$NAME" --command "$COMMAND" --settings "$SETTINGS_TEXT" "${BENCH_ARGS[@]}"
 rc=$?
 set -e
 if [ "$rc" != 0 ] && [ "$KEEP_GOING" = 0 ]; then
@@ -112,5 +113,12 @@ if [ "$rc" != 0 ] && [ "$KEEP_GOING" = 0 ]; then
   exit "$rc"
 fi
 # The cluster is gone by now: the report reads the results folder only.
-"$PYTHON" bench/report.py --results "$RESULTS" --report "$REPORT" --plots "$PLOTS"
-exit "$rc"
+"$PYTHON" bench/report.py "$RESULTS"
+[ "$rc" = 0 ] || exit "$rc"
+
+if [ "$PEERS" = 1 ]; then
+  log "the peers (bash bench/peers.sh), the same grid; results in bench/results/$NAME/peers"
+  bash bench/peers.sh --name "$NAME/peers" \
+    --command "bash bench/run.sh${BENCH_ARGS[*]:+ ${BENCH_ARGS[*]}} --peers" "${GRID_ARGS[@]}"
+fi
+log "wrote bench/results/$NAME/"

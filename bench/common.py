@@ -1,0 +1,333 @@
+"""What the benchmarks share (bench.py, report.py, peers.py, ab.py, lifecycle.py): the
+PostgreSQL being measured and the library installed into it, connections and psql,
+pgbench runs and their output, medians and ranges, and a run's results folder with the
+facts every report opens with (command, commit, machine, server, library).
+
+The scripts run inside a throwaway cluster (`tests/cluster.py run ... -- python3
+bench/X.py`), which sets PGHOST, PGPORT, PGUSER and PGDATABASE: psql, pgbench and
+psycopg2 all connect through those. Each script sets `sys.dont_write_bytecode` before
+importing this module, so that no __pycache__ lands in the source tree.
+"""
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+try:
+    import psycopg2   # Debian's python3-psycopg2: run the scripts with /usr/bin/python3
+except ImportError:   # --help, --dry-run, --prepare-only and the reports need no database
+    psycopg2 = None
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"   # one folder per run, git-ignored
+sys.path.insert(0, str(REPO / "tests"))
+from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
+
+PG_CONFIG = os.path.join(PGBIN, "pg_config")
+VERSION = re.search(r'^version = "(.*)"$', (REPO / "Cargo.toml").read_text(), re.M).group(1)
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def parse_list(text):
+    return [int(x) for x in str(text).split(",") if x.strip()]
+
+
+def fmt_dur(s):
+    s = int(s)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def sh(cmd):
+    """A command's output, best effort (metadata only)."""
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e:   # noqa: BLE001
+        return f"({e})"
+
+
+# --------------------------------------------------------------------------------------
+# The library under test
+
+
+def library_path():
+    """The installed library of this release (docs/decisions/0001-a-library-per-release.md),
+    in the pkglibdir of the major being measured."""
+    libdir = subprocess.run([PG_CONFIG, "--pkglibdir"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    return Path(libdir) / f"sendjobs-{VERSION}.so"
+
+
+def library_meta():
+    path = library_path()
+    if not path.exists():
+        return {"path": str(path), "sha256": None, "mtime": None}
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+            "mtime": datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
+            .strftime("%Y-%m-%d %H:%M:%S UTC")}
+
+
+# --------------------------------------------------------------------------------------
+# The database
+
+
+class Db:
+    """One autocommit connection to a database of the cluster the environment names."""
+
+    def __init__(self, dbname, application_name="bench-driver"):
+        if psycopg2 is None:
+            raise SystemExit(f"bench: no psycopg2 in {sys.executable}: run it with /usr/bin/python3 "
+                             "(apt package python3-psycopg2), as the bench/*.sh scripts do")
+        self.conn = psycopg2.connect(dbname=dbname, application_name=application_name)
+        self.conn.autocommit = True
+
+    def exec(self, sql, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+
+    def rows(self, sql, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def one(self, sql, params=None):
+        return self.rows(sql, params)[0]
+
+    def close(self):
+        self.conn.close()
+
+
+def psql(db, sql, capture=False):
+    """Runs SQL (several statements allowed) in database `db`, stopping at the first error."""
+    out = subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip() if capture else None
+
+
+def psql_file(db, path, single_transaction=False):
+    cmd = [f"{PGBIN}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db, "-f", str(path)]
+    if single_transaction:
+        cmd.insert(1, "-1")
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def wait_quiet(db, autovacuum=True, limit_s=60):
+    """Until no pgbench backend (and, with autovacuum, no autovacuum worker) is left in
+    this database, bounded; then a moment for exiting backends to flush their table
+    statistics. `db` is a Db."""
+    t0 = time.time()
+    what = "application_name = 'pgbench'" + (" OR backend_type = 'autovacuum worker'" if autovacuum else "")
+    while time.time() - t0 < limit_s:
+        if db.one(f"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND ({what})")[0] == 0:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+
+
+# --------------------------------------------------------------------------------------
+# pgbench
+
+
+def parse_pgbench(out):
+    """cycles (transactions processed), failed, tps, lat_avg_ms and, with -r, statements:
+    [(ms, command text)] in script order."""
+    r = {}
+    m = re.search(r"number of transactions actually processed: (\d+)", out)
+    r["cycles"] = int(m.group(1)) if m else 0
+    m = re.search(r"number of failed transactions: (\d+)", out)
+    r["failed"] = int(m.group(1)) if m else 0
+    m = re.search(r"latency average = ([\d.]+) ms", out)
+    r["lat_avg_ms"] = float(m.group(1)) if m else None
+    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
+    r["tps"] = float(m.group(1)) if m else 0.0
+    # "  <latency>  <failures>  <command text>" after the heading
+    r["statements"] = []
+    sect = out.split("statement latencies in milliseconds", 1)
+    if len(sect) == 2:
+        for line in sect[1].splitlines()[1:]:
+            m = re.match(r"\s+([\d.]+)\s+(?:\d+\s+)?(.*)$", line)
+            if m:
+                r["statements"].append((float(m.group(1)), m.group(2)))
+    return r
+
+
+def pgbench(db, script, clients, duration, variables=(), latencies=False, progress=0, check=False):
+    """One `pgbench -n -M prepared` run of `script` in database `db` (-j: as many threads as
+    clients, at most one per core). Returns parse_pgbench()'s figures, `progress`
+    [(s, tps)] of the -P intervals, and `error` ("" when the run went through: exit 0, no
+    client aborted, no transaction failed); check=True stops on an error instead."""
+    cmd = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", *(["-r"] if latencies else []),
+           *(["-P", str(progress)] if progress else []),
+           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
+           "-T", str(max(1, int(round(duration))))]
+    for name, value in dict(variables).items():
+        cmd += ["-D", f"{name}={value}"]
+    cmd += ["-f", str(script), db]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err, rc = "pgbench timed out", -1
+    r = parse_pgbench(out)
+    # "progress: 10.0 s, 2150.3 tps, lat ..." on stderr, one line per -P interval
+    r["progress"] = [(float(m.group(1)), float(m.group(2)))
+                     for m in re.finditer(r"^progress: ([\d.]+) s, ([\d.]+) tps", err or "", re.M)]
+    r["error"] = ""
+    if rc != 0 or "aborted" in err or r["failed"]:
+        first = [ln for ln in err.splitlines() if "error" in ln.lower() or "abort" in ln.lower()][:2]
+        r["error"] = (" | ".join(first) or f"pgbench exit {rc}")[:300]
+    if check and r["error"]:
+        raise SystemExit(f"bench: pgbench {script} in {db} failed: {r['error']}")
+    return r
+
+
+# --------------------------------------------------------------------------------------
+# Statistics
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def spread(values):
+    """`median (min-max)` of a run's repetitions, as every report prints them."""
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+# --------------------------------------------------------------------------------------
+# The grid that bench.py (the extension against the floor) and peers.py (against pgmq
+# and pg-boss) share, full and --quick
+
+
+GRID = {
+    "full": dict(duration=10.0, reps=3, clients="1,4,8", batches="1,10,100",
+                 backlogs="10000,1000000", warmup=3.0),
+    "quick": dict(duration=2.0, reps=1, clients="1,4", batches="1,100",
+                  backlogs="10000,1000000", warmup=1.0),
+}
+
+
+def add_grid_arguments(parser):
+    f, q = GRID["full"], GRID["quick"]
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny grid, short runs (development; not for curating)")
+    parser.add_argument("--duration", type=float,
+                        help=f"seconds per pgbench run (full {f['duration']:g}, quick {q['duration']:g})")
+    parser.add_argument("--reps", type=int,
+                        help=f"runs per grid point; the report takes medians (full {f['reps']}, quick {q['reps']})")
+    parser.add_argument("--clients", help=f"comma list (full {f['clients']}; quick {q['clients']})")
+    parser.add_argument("--batches", help=f"comma list of jobs per claim (full {f['batches']}; quick {q['batches']})")
+    parser.add_argument("--backlogs", "--backlog", dest="backlogs",
+                        help=f"comma list of waiting jobs (full {f['backlogs']}; quick {q['backlogs']})")
+    parser.add_argument("--warmup", type=float,
+                        help=f"unrecorded seconds per arm after each data load (full {f['warmup']:g}, "
+                             f"quick {q['warmup']:g})")
+
+
+def resolve_grid(a):
+    """Fills the grid arguments left out from GRID; sets a.mode."""
+    a.mode = "quick" if a.quick else "full"
+    d = GRID[a.mode]
+    a.duration = a.duration or d["duration"]
+    a.reps = a.reps or d["reps"]
+    a.warmup = d["warmup"] if a.warmup is None else a.warmup
+    a.clients = parse_list(a.clients or d["clients"])
+    a.batches = parse_list(a.batches or d["batches"])
+    a.backlogs = parse_list(a.backlogs or d["backlogs"])
+    return a
+
+
+# --------------------------------------------------------------------------------------
+# A run's results folder
+
+
+def add_name_argument(parser, kind):
+    parser.add_argument("--name", help=f"the run's folder under bench/results/ "
+                                       f"(default: {kind}-<UTC date and time>)")
+
+
+def results_dir(kind, name=None):
+    """bench/results/<name> (default <kind>-<UTC date and time>), created."""
+    name = name or f"{kind}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d-%H%M%S}"
+    path = RESULTS / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_script(folder, name, text):
+    """A pgbench script (or SQL) of the run, kept in its folder's sql/: what ran."""
+    path = Path(folder) / "sql" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def run_meta(command):
+    """The facts a report of this run must carry to be curated: the command, the commit,
+    the machine, the server and the library measured. Needs the cluster (the server's
+    version)."""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    db = Db("postgres")
+    pg_version = db.one("SELECT version()")[0]
+    db.close()
+    return {
+        "command": command,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "git_rev": sh(f"git -C {REPO} rev-parse --short HEAD"),
+        "git_dirty": sh(f"git -C {REPO} status --porcelain -- src sql Cargo.toml sendjobs.control").splitlines(),
+        "host": platform.node(),
+        "cpu": cpu,
+        "nproc": os.cpu_count(),
+        "kernel": sh("uname -sr"),
+        "loadavg_start": sh("cat /proc/loadavg"),
+        "pg_version": pg_version,
+        "pgbench": sh(f"{PGBIN}/pgbench --version"),
+        "library": library_meta(),
+    }
+
+
+def write_meta(folder, meta):
+    (Path(folder) / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def read_meta(folder):
+    path = Path(folder) / "meta.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def header_lines(meta):
+    """The lines every report opens with (markdown list items)."""
+    dirty = meta.get("git_dirty") or []
+    lib = meta.get("library") or {}
+    return [
+        f"- command: `{meta.get('command', '?')}`",
+        f"- date: {meta.get('date', '?')}"
+        + (f"; elapsed {fmt_dur(meta['elapsed_s'])}" if meta.get("elapsed_s") is not None else ""),
+        f"- git rev: `{meta.get('git_rev', '?')}`"
+        + (f" **with uncommitted changes** in {', '.join('`' + d[3:] + '`' for d in dirty)}" if dirty
+           else " (clean src/, sql/)"),
+        f"- machine: {meta.get('host', '?')}, {meta.get('cpu', '?')}, {meta.get('nproc', '?')} cores; "
+        f"{meta.get('kernel', '?')}; load average at start `{meta.get('loadavg_start', '?')}`",
+        f"- server: {str(meta.get('pg_version', '?')).split(' on ')[0]}",
+        f"- library: `{lib.get('path', '?')}` sha256 `{lib.get('sha256')}…`, installed {lib.get('mtime')}",
+    ]
