@@ -10,7 +10,7 @@ COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text,
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
     'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, oldest next_attempt_at first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
-    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: one send_job_events row and the linked business row stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
+    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
     'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id and applied or stale.';
 COMMENT ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) IS
@@ -24,17 +24,23 @@ COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name,
 COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
     'Removes the transaction link: finalizes stop stamping business rows.';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
-    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, and the outbox) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_cancel(bigint) IS
     'Cancels a job: applied when it was pending or in_flight (now cancelled, terminal, with one cancelled event; its holder''s finalize and heartbeat get stale), stale when it had already finished. The business row is not stamped.';
 COMMENT ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) IS
     'Sends failed jobs again: each becomes a new pending job (same queue, payload, transaction_id, max_attempts; redrive_of naming it), the failed job kept as history. The linked business row is set to on_redrive through the guard. A job redriven before returns its first new job. Returns (id, new_id) per job; an unknown (P0002) or not failed (55000) id fails the whole call.';
 COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
-    'Deletes up to batch finished jobs (sent, failed, cancelled) whose event is older than older_than, with their events, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
+    'Deletes up to batch finished jobs (sent, failed, cancelled; each its own event) that finished more than older_than ago, but none a consumer of the outbox has not passed, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
 COMMENT ON FUNCTION @extschema@.sendjobs_notify(text, boolean) IS
     'Turns wake-ups for a queue on or off: while on, a transaction that enqueues into it sends one NOTIFY sendjobs_wakeup, payload the queue name, at commit.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
+COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) IS
+    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). sendjobs_purge keeps an event until every consumer has passed it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_drop_consumer(text) IS
+    'Drops a consumer of the outbox: sendjobs_purge no longer keeps events for it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_read_events(text, integer) IS
+    'Reads up to max events of the outbox for a consumer, the next after its position, and moves the position past them in the caller''s transaction (a rollback reads them again). Every event once per consumer, in commit order: batches of what became visible between two snapshots, each in (transaction, job id) order. Fewer than max rows: caught up.';
 COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
     'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
@@ -43,6 +49,10 @@ COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integ
     'Internal: the row rule of send_jobs, called by its CHECK send_jobs_state_check (a lease exactly while in_flight, finished_at exactly when terminal, counters in range). Not part of the API.';
 COMMENT ON FUNCTION @extschema@.sendjobs_forget_dropped_link() IS
     'Internal: the event trigger sendjobs_forget_dropped_link, which removes the transaction link when its table is dropped. Not part of the API.';
+COMMENT ON FUNCTION @extschema@.sendjobs_events_are_finished_rows() IS
+    'Internal: the trigger of the view send_job_events, which ignores writes to it (what releases before 0.3.0 ran: the finished row is the event). Not part of the API.';
+COMMENT ON TRIGGER sendjobs_events_are_finished_rows ON @extschema@.send_job_events IS
+    'sendjobs: writes to the view of the events are ignored (a finished job''s row is its event).';
 COMMENT ON EVENT TRIGGER sendjobs_forget_dropped_link IS
     'sendjobs: removes the transaction link when the linked table is dropped.';
 
@@ -76,6 +86,9 @@ COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
 COMMENT ON CONSTRAINT send_jobs_finished_check ON @extschema@.send_jobs_finished IS
     'Only finished jobs (sent, failed, cancelled).';
 COMMENT ON INDEX @extschema@.send_jobs_finished_redrive_of_idx IS 'A failed job is redriven at most once: the redrives that finished (partial).';
+COMMENT ON INDEX @extschema@.send_jobs_finished_event_xid_idx IS 'The outbox in commit order: sendjobs_read_events pages through a batch by it; sendjobs_stats finds the last 5 minutes by it.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_finished_at_idx IS 'Finished jobs by age (BRIN): what sendjobs_purge deletes.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_unsent_idx IS 'Failed and cancelled jobs by age: their exact 5-minute counts in sendjobs_stats.';
 DO $$
 DECLARE
     col record;
@@ -96,16 +109,27 @@ COMMENT ON TABLE @extschema@.send_job_keys IS
 COMMENT ON COLUMN @extschema@.send_job_keys.idempotency_key IS 'The key, as send_jobs.idempotency_key holds it.';
 COMMENT ON COLUMN @extschema@.send_job_keys.job_id IS 'The job that holds it.';
 
--- send_job_events
-COMMENT ON COLUMN @extschema@.send_job_events.id IS 'The event''s id, in staging order.';
-COMMENT ON COLUMN @extschema@.send_job_events.job_id IS 'The finished job; unique (one event per job).';
-COMMENT ON COLUMN @extschema@.send_job_events.transaction_id IS 'The job''s transaction_id when it finished.';
+-- send_job_events, the view of the finished rows as events
+COMMENT ON COLUMN @extschema@.send_job_events.job_id IS 'The finished job (one event per job: the event is the job''s row in send_jobs_finished).';
+COMMENT ON COLUMN @extschema@.send_job_events.transaction_id IS 'The job''s transaction_id.';
 COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled: how the job finished.';
 COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
-COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue (NULL for events staged before 0.2.0, but those of the update''s last 10 minutes).';
-COMMENT ON INDEX @extschema@.send_job_events_created_at_idx IS 'Events by age (BRIN): what sendjobs_purge deletes.';
-COMMENT ON INDEX @extschema@.send_job_events_unsent_idx IS 'Failed and cancelled events by age: their exact 5-minute counts in sendjobs_stats.';
+COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue.';
+COMMENT ON COLUMN @extschema@.send_job_events.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+
+-- sendjobs_consumers
+COMMENT ON TABLE @extschema@.sendjobs_consumers IS
+    'sendjobs: the consumers of the outbox and their positions (sendjobs_create_consumer, sendjobs_read_events); not dumped: a position is made of this cluster''s transaction ids.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.consumer IS 'The consumer''s name.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.passed IS 'Every event visible in this snapshot has been read.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.batch IS 'The batch being read (the events visible in it and not in passed), or NULL between batches.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_xid IS 'In the batch, the event_xid of the last event read.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_id IS 'In the batch, the job id of the last event read.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.created_at IS 'When the consumer was created (database clock).';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_at IS 'When it last read (database clock).';
+COMMENT ON CONSTRAINT sendjobs_consumers_read_check ON @extschema@.sendjobs_consumers IS 'A read position (read_xid, read_id) is whole, and only inside a batch.';
 
 -- sendjobs_transaction_link
 COMMENT ON TABLE @extschema@.sendjobs_transaction_link IS
@@ -142,4 +166,7 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_purge(interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_notify(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_stats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) FROM PUBLIC;

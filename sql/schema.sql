@@ -72,6 +72,10 @@ CREATE UNIQUE INDEX send_jobs_redrive_of_idx
 ALTER TABLE ONLY @extschema@.send_jobs ADD CONSTRAINT send_jobs_live_check
     CHECK (status IN ('pending', 'in_flight')) NO INHERIT;
 CREATE TABLE @extschema@.send_jobs_finished (
+    -- The transaction that finished the job: where the row stands in the outbox's
+    -- commit order (sendjobs_read_events reads the rows that became visible between two
+    -- snapshots, by this column: docs/decisions/0011-one-row-per-finished-job.md).
+    event_xid xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(),
     CONSTRAINT send_jobs_finished_pkey PRIMARY KEY (id),
     CONSTRAINT send_jobs_finished_check CHECK (status IN ('sent', 'failed', 'cancelled'))
 ) INHERITS (@extschema@.send_jobs);
@@ -82,6 +86,23 @@ ALTER TABLE @extschema@.send_jobs_finished
 -- sendjobs_redrive looks here for an earlier redrive of a failed job (in send_jobs too).
 CREATE UNIQUE INDEX send_jobs_finished_redrive_of_idx
     ON @extschema@.send_jobs_finished (redrive_of) WHERE redrive_of IS NOT NULL;
+-- The outbox in commit order: the events' reader pages through a batch by it, and
+-- sendjobs_stats finds the last 5 minutes' events by it. A B-tree: a reader that fell
+-- behind must find its place without reading what it already passed.
+CREATE INDEX send_jobs_finished_event_xid_idx
+    ON @extschema@.send_jobs_finished (event_xid);
+-- Purge finds finished jobs by age. BRIN: jobs finish in time order, and a BRIN index
+-- costs an insert almost nothing (the range being filled has no summary yet), where a
+-- B-tree would add an entry per job. autosummarize: autovacuum summarizes each range as
+-- soon as it is full, rather than at the table's next vacuum; until then a range is read
+-- by every scan.
+CREATE INDEX send_jobs_finished_finished_at_idx
+    ON @extschema@.send_jobs_finished USING brin (finished_at) WITH (autosummarize = on);
+-- The failed and cancelled jobs by age, for the 5-minute counts of sendjobs_stats: a
+-- B-tree holding only them (rare, unless a partner is down), so they are counted exactly
+-- among any number of sent ones. A sent job, the common one, writes no entry here.
+CREATE INDEX send_jobs_finished_unsent_idx
+    ON @extschema@.send_jobs_finished (finished_at) WHERE status <> 'sent';
 
 COMMENT ON TABLE @extschema@.send_jobs_finished IS
     'sendjobs: the finished jobs (sent, failed, cancelled), moved here from send_jobs when they finish; read them through send_jobs';
@@ -95,40 +116,53 @@ CREATE TABLE @extschema@.send_job_keys (
     job_id          bigint NOT NULL
 );
 
-CREATE TABLE @extschema@.send_job_events (
-    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    -- No foreign key to send_jobs: only the functions write events, each in the statement
-    -- that finishes its job, and sendjobs_purge deletes a job's event with it. A foreign
-    -- key's check would lock the job row again for every event (FOR KEY SHARE: one more
-    -- index probe, and a tuple lock written to the WAL), on the hottest path there is.
-    job_id           bigint      NOT NULL,
-    transaction_id   text,
-    kind             text        NOT NULL,
-    claim_generation bigint      NOT NULL,
-    created_at       timestamptz NOT NULL DEFAULT now(),
-    -- Invariant 4: at most one event per job, enforced by the database itself.
-    CONSTRAINT send_job_events_one_per_job UNIQUE (job_id),
-    CONSTRAINT send_job_events_kind_check CHECK (kind IN ('sent', 'failed', 'cancelled')),
-    -- The job's queue, for sendjobs_stats (sent and failed per queue, without a join).
-    -- Nullable: events staged before 0.2.0 have none (sql/sendjobs--0.1.0--0.2.0.sql).
-    queue            text
+-- The outbox: one event per finished job, which is the finished row itself (one row to
+-- write per job, not two: docs/decisions/0011-one-row-per-finished-job.md). Readers that
+-- relay events use sendjobs_read_events, in commit order; this view is for looking.
+CREATE VIEW @extschema@.send_job_events AS
+SELECT job.id AS job_id, job.transaction_id, job.status AS kind, job.claim_generation,
+       job.finished_at AS created_at, job.queue, job.event_xid
+  FROM @extschema@.send_jobs_finished AS job;
+
+COMMENT ON VIEW @extschema@.send_job_events IS
+    'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), written in the transaction that finished it; relay it with sendjobs_read_events';
+
+-- Releases before 0.3.0 wrote each event as a row of its own, into a table of this name,
+-- and their statements still do so when they are planned again after the update to 0.3.0
+-- (a finalize, cancel or claim that waited for the update's lock), and delete from it in
+-- sendjobs_purge. The finished row is the event now: such writes are ignored, and such a
+-- call completes as it would have (tests/upgrade: the worker runs through the update).
+CREATE FUNCTION @extschema@.sendjobs_events_are_finished_rows() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN NULL;
+END $$;
+
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_events_are_finished_rows() FROM PUBLIC;
+
+CREATE TRIGGER sendjobs_events_are_finished_rows
+    INSTEAD OF INSERT OR UPDATE OR DELETE ON @extschema@.send_job_events
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.sendjobs_events_are_finished_rows();
+
+-- The outbox's readers (sendjobs_create_consumer): each reads every event once, in
+-- commit order, from its own position. A position is two snapshots, no lock and no open
+-- transaction: a reader that falls behind holds back neither the queue nor vacuum.
+CREATE TABLE @extschema@.sendjobs_consumers (
+    consumer   text        PRIMARY KEY,
+    -- Every event visible in this snapshot has been read.
+    passed     pg_snapshot NOT NULL,
+    -- The batch being read, when one is open: the events visible in it and not in
+    -- passed, in (event_xid, job id) order, read up to (read_xid, read_id).
+    batch      pg_snapshot,
+    read_xid   xid8,
+    read_id    bigint,
+    created_at timestamptz NOT NULL,
+    read_at    timestamptz,
+    CONSTRAINT sendjobs_consumers_read_check
+        CHECK ((read_xid IS NULL) = (read_id IS NULL) AND (batch IS NOT NULL OR read_xid IS NULL))
 );
-
--- Purge finds events by age. BRIN: events are
--- appended in time order, and a BRIN index costs an insert almost nothing (the range
--- being filled has no summary yet), where a B-tree would add an entry per event.
--- autosummarize: autovacuum summarizes each range as soon as it is full, rather than at
--- the table's next vacuum; until then a range is read by every scan.
-CREATE INDEX send_job_events_created_at_idx
-    ON @extschema@.send_job_events USING brin (created_at) WITH (autosummarize = on);
--- The failed and cancelled events by age, for the 5-minute counts of sendjobs_stats: a
--- B-tree holding only them (rare, unless a partner is down), so they are counted exactly
--- among any number of sent ones. A sent event, the common one, writes no entry here.
-CREATE INDEX send_job_events_unsent_idx
-    ON @extschema@.send_job_events (created_at) WHERE kind <> 'sent';
-
-COMMENT ON TABLE @extschema@.send_job_events IS
-    'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), staged in the transaction that finished it';
+-- Not dumped (pg_extension_config_dump): a position is made of this cluster's transaction
+-- ids, which mean nothing in the cluster a dump is restored into. pg_upgrade keeps them.
 
 -- The business table that send_jobs.transaction_id points at (at most one row).
 CREATE TABLE @extschema@.sendjobs_transaction_link (
@@ -151,10 +185,8 @@ CREATE TABLE @extschema@.sendjobs_queues (
 
 -- Keep user rows across pg_dump / restore.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs', '');
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_transaction_link', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_events_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');

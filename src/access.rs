@@ -20,7 +20,7 @@ enum Change {
     Revoke,
 }
 
-/// Gives `role` the access level `access`: producer, worker, monitor or admin.
+/// Gives `role` the access level `access`: producer, worker, monitor, relay or admin.
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_grant(role: Option<SqlRole>, access: Option<&str>) {
     or_raise(change_access(role, access, Change::Grant))
@@ -49,7 +49,7 @@ fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) ->
             .collect::<std::result::Result<Vec<_>, _>>()?;
         if privileges.is_empty() {
             return Err(SendJobsError::InvalidArgument(format!(
-                "unknown access level \"{access}\"; expected producer, worker, monitor or admin"
+                "unknown access level \"{access}\"; expected producer, worker, monitor, relay or admin"
             )));
         }
         // The role's name as SQL text (regrole quotes it as needed); our privileges are

@@ -6,6 +6,7 @@ use crate::clock::wall_clock;
 use crate::errors::{or_raise, required, Result};
 use crate::fence::{stale_or_unknown, APPLIED};
 use crate::statements::{statement, Statement};
+use crate::wakeup;
 
 static CANCEL: Statement = statement!("cancel.sql");
 
@@ -25,6 +26,7 @@ fn cancel(id: Option<i64>) -> Result<&'static str> {
             .run(client, &[id.into(), wall_clock().into()])?
             .is_empty()
         {
+            wakeup::after_finish(client, None)?;
             return Ok(APPLIED);
         }
         stale_or_unknown(client, id)

@@ -12,6 +12,7 @@ use crate::fence::lease_or_default;
 use crate::stamp::{Stamp, TransactionLink};
 use crate::statements::{statement, Statement};
 use crate::subtransaction::try_step;
+use crate::wakeup;
 
 // Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own index
 // under a generic plan (sql/statements/claim.sql).
@@ -79,6 +80,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
                 break;
             }
             stamp_gave_up(client, &gave_up)?;
+            wakeup::after_finish(client, None)?;
             if claimed.len() == batch {
                 break;
             }

@@ -58,6 +58,14 @@ pub enum SendJobsError {
     #[error("sendjobs: the role that linked {0} no longer exists")]
     LinkerGone(String),
 
+    /// 42704 undefined_object: no consumer of the outbox by that name
+    #[error("sendjobs: there is no consumer {0:?} of the outbox")]
+    UnknownConsumer(String),
+
+    /// 42710 duplicate_object: a consumer of the outbox by that name exists already
+    #[error("sendjobs: a consumer {0:?} of the outbox exists already")]
+    DuplicateConsumer(String),
+
     /// 42809 wrong_object_type
     #[error("sendjobs: {0} is not a table")]
     NotATable(String),
@@ -103,7 +111,8 @@ impl SendJobsError {
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
             Self::PermissionDenied(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
-            Self::LinkerGone(_) => ERRCODE_UNDEFINED_OBJECT,
+            Self::LinkerGone(_) | Self::UnknownConsumer(_) => ERRCODE_UNDEFINED_OBJECT,
+            Self::DuplicateConsumer(_) => ERRCODE_DUPLICATE_OBJECT,
             Self::TerminalTransition { .. } => ERRCODE_CHECK_VIOLATION,
             Self::TriggerMisuse(_) => ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             Self::Internal(_) | Self::Spi(_) => ERRCODE_INTERNAL_ERROR,
@@ -175,18 +184,24 @@ pub const MAX_QUEUE_BYTES: usize = 128;
 
 /// Refuses a queue name that is empty or longer than `MAX_QUEUE_BYTES` (22023).
 pub fn queue_name(queue: &str) -> Result<&str> {
-    if queue.is_empty() {
-        return Err(SendJobsError::InvalidArgument(
-            "queue must not be empty".into(),
-        ));
-    }
-    if queue.len() > MAX_QUEUE_BYTES {
+    short_name(queue, "queue")
+}
+
+/// Refuses a name (of a queue, of a consumer of the outbox) that is empty or longer than
+/// `MAX_QUEUE_BYTES` (22023).
+pub fn short_name<'a>(name: &'a str, what: &str) -> Result<&'a str> {
+    if name.is_empty() {
         return Err(SendJobsError::InvalidArgument(format!(
-            "a queue name must be at most {MAX_QUEUE_BYTES} bytes, got {}",
-            queue.len()
+            "{what} must not be empty"
         )));
     }
-    Ok(queue)
+    if name.len() > MAX_QUEUE_BYTES {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "a {what} name must be at most {MAX_QUEUE_BYTES} bytes, got {}",
+            name.len()
+        )));
+    }
+    Ok(name)
 }
 
 /// Refuses an infinite timestamp (22023). A job due at -infinity stays first in the claim

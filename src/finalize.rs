@@ -10,6 +10,7 @@ use crate::errors::{distinct_id, finite, or_raise, required, Result, SendJobsErr
 use crate::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
 use crate::stamp::{stamp_each, Stamp};
 use crate::statements::{statement, Statement};
+use crate::wakeup;
 
 // A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
 pub(crate) static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
@@ -153,6 +154,7 @@ fn finalize(
         )?;
         let mut results = Vec::with_capacity(rows.len());
         let mut to_stamp = Vec::new();
+        let (mut finished, mut readers) = (false, false);
         for row in rows {
             let id = row.get_by_name::<i64, _>("id")?.unwrap_or_default();
             if row.get_by_name::<bool, _>("known")? != Some(true) {
@@ -162,15 +164,22 @@ fn finalize(
                 results.push((id, STALE));
                 continue;
             };
-            if let (Some(transaction_id), Some(stamp)) = (
-                row.get_by_name::<String, _>("transaction_id")?,
-                Stamp::of_status(&status),
-            ) {
+            let stamp = Stamp::of_status(&status);
+            if stamp.is_some() {
+                finished = true;
+                readers = row.get_by_name::<bool, _>("readers")? == Some(true);
+            }
+            if let (Some(transaction_id), Some(stamp)) =
+                (row.get_by_name::<String, _>("transaction_id")?, stamp)
+            {
                 to_stamp.push((stamp, transaction_id));
             }
             results.push((id, APPLIED));
         }
         stamp_each(client, &to_stamp)?;
+        if finished {
+            wakeup::after_finish(client, Some(readers))?;
+        }
         Ok(results)
     })
 }

@@ -20,6 +20,7 @@ mod guard;
 mod job_state;
 mod link;
 mod majors;
+mod outbox;
 mod purge;
 mod redrive;
 mod spi_plans;

@@ -1,6 +1,8 @@
 //! Wake-ups: workers LISTEN on `sendjobs_wakeup` instead of polling. Opt-in per queue
 //! (sendjobs_notify); an enqueue into such a queue sends one NOTIFY per queue and
-//! transaction, with the queue's name as payload.
+//! transaction, with the queue's name as payload. The outbox's consumers LISTEN on
+//! `sendjobs_events`: a transaction that finishes jobs while the outbox has consumers
+//! sends one NOTIFY there, with an empty payload.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -15,6 +17,8 @@ use crate::statements::{first, statement, Statement};
 static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
 static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
 static WAKEUP: Statement = statement!("wakeup.sql");
+static READERS_EXIST: Statement = statement!("readers_exist.sql");
+static WAKEUP_READERS: Statement = statement!("wakeup_readers.sql");
 
 /// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
 /// queue sends, at commit, one `NOTIFY sendjobs_wakeup` with the queue's name as payload,
@@ -46,6 +50,8 @@ fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
 struct Decided {
     transaction: (pg_sys::LocalTransactionId, pg_sys::SubTransactionId),
     queues: HashMap<String, bool>,
+    /// Whether the outbox's consumers were woken (or found absent).
+    readers: Option<bool>,
 }
 
 thread_local! {
@@ -59,19 +65,30 @@ fn current_transaction() -> (pg_sys::LocalTransactionId, pg_sys::SubTransactionI
     })
 }
 
+/// This (sub)transaction's decisions, made afresh when it is new.
+fn decided<R>(f: impl FnOnce(&mut Decided) -> R) -> R {
+    let now = current_transaction();
+    DECIDED.with_borrow_mut(|decided| {
+        let current = decided.get_or_insert_with(|| Decided {
+            transaction: now,
+            queues: HashMap::new(),
+            readers: None,
+        });
+        if current.transaction != now {
+            *current = Decided {
+                transaction: now,
+                queues: HashMap::new(),
+                readers: None,
+            };
+        }
+        f(current)
+    })
+}
+
 /// After a job was enqueued into `queue`: the first time in this (sub)transaction, look
 /// the queue up and, when its wake-ups are on, NOTIFY. Later enqueues cost a hash look-up.
 pub fn after_enqueue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
-    let now = current_transaction();
-    let known = DECIDED.with_borrow_mut(|decided| {
-        if decided.as_ref().is_none_or(|d| d.transaction != now) {
-            *decided = Some(Decided {
-                transaction: now,
-                queues: HashMap::new(),
-            });
-        }
-        decided.as_ref().and_then(|d| d.queues.get(queue).copied())
-    });
+    let known = decided(|d| d.queues.get(queue).copied());
     if known.is_some() {
         return Ok(());
     }
@@ -79,10 +96,24 @@ pub fn after_enqueue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
     if notify {
         WAKEUP.run(client, &[queue.into()])?;
     }
-    DECIDED.with_borrow_mut(|decided| {
-        if let Some(decided) = decided {
-            decided.queues.insert(queue.to_owned(), notify);
-        }
-    });
+    decided(|d| d.queues.insert(queue.to_owned(), notify));
+    Ok(())
+}
+
+/// After jobs finished (each its own event): the first time in this (sub)transaction,
+/// wake the outbox's consumers when it has any. `readers` is whether it has, when the
+/// caller's statement already said (the finalize's does); None looks it up.
+pub fn after_finish(client: &SpiClient<'_>, readers: Option<bool>) -> Result<()> {
+    if decided(|d| d.readers).is_some() {
+        return Ok(());
+    }
+    let readers = match readers {
+        Some(readers) => readers,
+        None => first::<bool>(READERS_EXIST.run(client, &[])?, "readers")? == Some(true),
+    };
+    if readers {
+        WAKEUP_READERS.run(client, &[])?;
+    }
+    decided(|d| d.readers = Some(readers));
     Ok(())
 }

@@ -17,7 +17,9 @@ SELECT level.privilege
     -- monitor: the stats, and reading the queue and the outbox, payloads excluded
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of) ON TABLE {schema}.send_jobs'),
-    ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues'),
+    ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers'),
+    -- relay: reading the outbox for a consumer (which moves its position)
+    ('relay',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
     -- admin: every function, and reading every table
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_claim(integer, interval, text)'),
@@ -35,6 +37,9 @@ SELECT level.privilege
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_purge(interval, integer)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_notify(text, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
-    ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys')
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_create_consumer(text, boolean)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_drop_consumer(text)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
+    ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys, {schema}.sendjobs_consumers')
   ) AS level (name, privilege)
  WHERE level.name = $1

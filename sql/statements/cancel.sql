@@ -1,8 +1,8 @@
 --- params: id int8, now timestamptz
 --- columns: id
 -- sendjobs_cancel (src/cancel.rs): job $1, when pending or in_flight, becomes cancelled
--- (terminal) with its 'cancelled' event, and moves to send_jobs_finished (sql/schema.sql);
--- $2 now. A terminal job is left as it is. The holder of an in_flight job loses it: its
+-- (terminal) and moves to send_jobs_finished, where its row is its 'cancelled' event
+-- (sql/schema.sql); $2 now. A terminal job is left as it is. The holder of an in_flight job loses it: its
 -- finalize and heartbeat are fenced on an in_flight row in send_jobs and now get 'stale'.
 WITH leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs
@@ -18,10 +18,6 @@ cancelled AS (
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
            last_error, created_at, $2, redrive_of
       FROM leaving
- RETURNING id, transaction_id, claim_generation, queue
-),
-event AS (
-    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
-    SELECT id, transaction_id, 'cancelled', claim_generation, $2, queue FROM cancelled
+ RETURNING id
 )
 SELECT id FROM cancelled

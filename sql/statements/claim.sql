@@ -79,6 +79,7 @@ leaving AS (
  RETURNING job.*
 ),
 gave_up AS (
+    -- The finished row is its event too (sql/schema.sql, send_job_events).
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
@@ -89,11 +90,7 @@ gave_up AS (
                ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
            created_at, $1, redrive_of
       FROM leaving
- RETURNING id, transaction_id, claim_generation, queue, next_attempt_at
-),
-event AS (
-    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
-    SELECT id, transaction_id, 'failed', claim_generation, $1, queue FROM gave_up
+ RETURNING id, transaction_id, next_attempt_at
 )
 SELECT job, false AS gave_up, id, transaction_id, next_attempt_at FROM claimed
 UNION ALL

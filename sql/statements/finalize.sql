@@ -1,8 +1,9 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
---- columns: id, status, transaction_id, known
+--- columns: id, status, transaction_id, known, readers
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
--- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, the event of each
--- terminal result, and per claim what the caller and the business-row stamp need.
+-- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and per claim what
+-- the caller and the business-row stamp need. A terminal result's row in
+-- send_jobs_finished is its event (sql/schema.sql, send_job_events).
 -- Two variants: batch (the claims unnested, joined to the table, results in input
 -- order) and one (a batch of one, every sendjobs_finalize: the same statement without
 -- the unnest, the join and the sort, which cost about as much as the finish itself for
@@ -14,7 +15,7 @@
 -- one-time filter of its branch. The backoff is base * 2^(attempts - 1) capped at max,
 -- computed in milliseconds (no interval overflow). Whether a job that did not apply
 -- exists at all ("known": in either table) is only looked up for the claims that did
--- not apply.
+-- not apply. "readers": whether the outbox has consumers to wake (src/wakeup.rs).
 WITH
 --- variant batch
 claim AS (
@@ -61,13 +62,7 @@ finished AS (
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
            coalesce($8, last_error), created_at, $4, redrive_of
       FROM leaving
- RETURNING id, status, transaction_id, claim_generation, queue
-),
-event AS (
-    INSERT INTO @extschema@.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
-    SELECT id, transaction_id, status, claim_generation, $4, queue
-      FROM finished
-     WHERE status IN ('sent', 'failed')
+ RETURNING id, status, transaction_id
 ),
 done AS (
     SELECT id, status, transaction_id FROM retried
@@ -77,12 +72,14 @@ done AS (
 --- variant batch
 SELECT claim.id, done.status, done.transaction_id,
        CASE WHEN done.id IS NOT NULL THEN true
-            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END AS known
+            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END AS known,
+       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
 --- variant one
 SELECT ($1::int8[])[1] AS id, done.status, done.transaction_id,
        CASE WHEN done.id IS NOT NULL THEN true
-            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END AS known
+            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END AS known,
+       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end

@@ -5,9 +5,9 @@
 -- backlog and the throughput (docs/decisions/0010-stats-exact-up-to-10000.md; the plan is checked by
 -- src/tests/plans.rs). Counts are exact
 -- up to 10,000; above, they may be estimated from a sample:
---   * A sample: 2,048 ids (1,024 for events) drawn at random, one in each of as many
---     equal slices of the ids that can hold what is counted, each looked up by primary
---     key. A count is then hits x slice width; its error is about 1/sqrt(hits).
+--   * A sample: 2,048 ids (1,024 event_xids for events) drawn at random, one in each of
+--     as many equal slices of the ids that can hold what is counted, each looked up by
+--     an index. A count is then hits x slice width; its error is about 1/sqrt(hits).
 --     Counting 1,000,000 index entries exactly takes about 100 ms on a 2-core machine,
 --     the sample about 10 ms.
 --   * Ready and scheduled jobs, per queue: up to 1,001 entries of the pending index are
@@ -15,13 +15,13 @@
 --     least 64 hits is taken from it (for a count of 10,000 or less, 64 hits would be
 --     three times the hits expected at the least: that does not happen by chance). Any
 --     other is counted up to 10,001 entries: exact up to 10,000, the sample's above.
---   * The events of the last 5 minutes: counted one by one while the window spans at
---     most 10,000 event ids; else the failed and cancelled ones through their own index
---     (exact up to 10,000), the sent ones (and more failed or cancelled) from a sample.
+--   * The events of the last 5 minutes: counted one by one while there are at most
+--     10,000; else the failed and cancelled ones through their own index (exact up to
+--     10,000), the sent ones (and more failed or cancelled) from a sample.
 --   * The queue's in-flight jobs are few (workers x batch) and always counted, through
 --     send_jobs_lease_idx.
--- Every job counted is unfinished: only send_jobs itself is read (ONLY), never the
--- history in send_jobs_finished.
+-- Every job counted as ready, scheduled or held is unfinished: only send_jobs itself is
+-- read for them (ONLY); the events are read from send_jobs_finished by its indexes.
 -- The table-wide figures (send_jobs' own dead tuples, what holds vacuum back) repeat on
 -- every row. They are read as the extension's owner, who sees every backend in
 -- pg_stat_activity.
@@ -120,50 +120,64 @@ held AS (
      WHERE lease_expires_at IS NOT NULL
      GROUP BY queue
 ),
--- Events: those staged before 0.2.0 have no queue (the upgrade gave the last minutes of
--- them their job's queue) and are not counted.
+-- Events: the finished jobs of send_jobs_finished (each its own event), found by the
+-- transaction that finished them (event_xid), whose order is the order they finished in,
+-- give or take transactions that ran at the same time (or one that took its xid long
+-- before it finished a job: its events can be missed by the window).
 event_search (low, high) AS (
-    -- Where the window starts among the event ids, found by halving (about 25 probes of
-    -- the primary key): ids follow the time of staging, give or take the events of
-    -- statements running at the same instant. It ends with the first id of the window
-    -- at low or just after it.
-    SELECT (SELECT pg_catalog.min(id) FROM @extschema@.send_job_events),
-           (SELECT pg_catalog.max(id) + 1 FROM @extschema@.send_job_events)
+    -- Where the window starts among the event_xids (as int8: an xid8 with its epoch),
+    -- found by halving (about 25 probes of send_jobs_finished_event_xid_idx). It ends
+    -- with the first event_xid of the window at low or just after it.
+    SELECT (SELECT job.event_xid::text::int8 FROM @extschema@.send_jobs_finished AS job
+             ORDER BY job.event_xid LIMIT 1),
+           (SELECT job.event_xid::text::int8 + 1 FROM @extschema@.send_jobs_finished AS job
+             ORDER BY job.event_xid DESC LIMIT 1)
     UNION ALL
     SELECT CASE WHEN probe.recent THEN s.low ELSE half.mid END,
            CASE WHEN probe.recent THEN half.mid ELSE s.high END
       FROM event_search AS s
      CROSS JOIN LATERAL (SELECT (s.low + s.high) / 2 AS mid) AS half
-     CROSS JOIN LATERAL (SELECT event.created_at > $1 - interval '5 minutes' AS recent
-                           FROM @extschema@.send_job_events AS event
-                          WHERE event.id >= half.mid ORDER BY event.id LIMIT 1) AS probe
+     CROSS JOIN LATERAL (SELECT job.finished_at > $1 - interval '5 minutes' AS recent
+                           FROM @extschema@.send_jobs_finished AS job
+                          WHERE job.event_xid >= half.mid::text::xid8
+                          ORDER BY job.event_xid LIMIT 1) AS probe
      WHERE s.high - s.low > 1
 ),
 event_window AS (
-    -- The ids the window's events can have, and whether they are few enough (10,000)
-    -- to be read one by one.
-    SELECT low AS first_id, high - 1 AS last_id, high - low <= 10000 AS exact
-      FROM (SELECT s.low, (SELECT pg_catalog.max(id) + 1 FROM @extschema@.send_job_events) AS high
+    -- The event_xids the window's events can have.
+    SELECT low AS first_xid, high - 1 AS last_xid
+      FROM (SELECT s.low, (SELECT job.event_xid::text::int8 + 1 FROM @extschema@.send_jobs_finished AS job
+                            ORDER BY job.event_xid DESC LIMIT 1) AS high
               FROM event_search AS s WHERE s.high - s.low <= 1 LIMIT 1) AS found
 ),
-events_counted AS (
-    -- At most 10,000 ids: every event of the window, read through the primary key.
-    SELECT event.queue,
-           pg_catalog.count(*) FILTER (WHERE event.kind = 'sent') AS sent,
-           pg_catalog.count(*) FILTER (WHERE event.kind = 'failed') AS failed,
-           pg_catalog.count(*) FILTER (WHERE event.kind = 'cancelled') AS cancelled
+window_recent AS MATERIALIZED (
+    -- The window's events, up to 10,001, in event_xid order.
+    SELECT job.queue, job.status
       FROM event_window AS w
-      JOIN @extschema@.send_job_events AS event ON event.id BETWEEN w.first_id AND w.last_id
-     WHERE w.exact AND event.created_at > $1 - interval '5 minutes' AND event.queue IS NOT NULL
-     GROUP BY event.queue
+      JOIN @extschema@.send_jobs_finished AS job ON job.event_xid >= w.first_xid::text::xid8
+     WHERE job.finished_at > $1 - interval '5 minutes'
+     LIMIT 10001
+),
+window_total AS (
+    SELECT pg_catalog.count(*) <= 10000 AS exact FROM window_recent
+),
+events_counted AS (
+    -- At most 10,000: every event of the window, counted.
+    SELECT job.queue,
+           pg_catalog.count(*) FILTER (WHERE job.status = 'sent') AS sent,
+           pg_catalog.count(*) FILTER (WHERE job.status = 'failed') AS failed,
+           pg_catalog.count(*) FILTER (WHERE job.status = 'cancelled') AS cancelled
+      FROM window_recent AS job
+     WHERE (SELECT exact FROM window_total)
+     GROUP BY job.queue
 ),
 unsent_recent AS MATERIALIZED (
     -- More: the failed and cancelled ones, up to 10,001, through the index that holds
     -- only them...
-    SELECT event.queue, event.kind
-      FROM @extschema@.send_job_events AS event
-     WHERE (SELECT NOT exact FROM event_window)
-       AND event.created_at > $1 - interval '5 minutes' AND event.kind <> 'sent'
+    SELECT job.queue, job.status
+      FROM @extschema@.send_jobs_finished AS job
+     WHERE NOT (SELECT exact FROM window_total)
+       AND job.finished_at > $1 - interval '5 minutes' AND job.status <> 'sent'
      LIMIT 10001
 ),
 unsent_total AS (
@@ -171,27 +185,35 @@ unsent_total AS (
 ),
 unsent_counted AS (
     SELECT queue,
-           pg_catalog.count(*) FILTER (WHERE kind = 'failed') AS failed,
-           pg_catalog.count(*) FILTER (WHERE kind = 'cancelled') AS cancelled
+           pg_catalog.count(*) FILTER (WHERE status = 'failed') AS failed,
+           pg_catalog.count(*) FILTER (WHERE status = 'cancelled') AS cancelled
       FROM unsent_recent
-     WHERE (SELECT n FROM unsent_total) <= 10000 AND queue IS NOT NULL
+     WHERE (SELECT n FROM unsent_total) <= 10000
      GROUP BY queue
 ),
 events_sampled AS (
-    -- ... and a sample for the rest: 1,024 ids, half the pending sample, as sent
-    -- events are nearly every id of the window (the bench measured 41 ms median, 54 ms
-    -- p95 per call with 2,048 here, 4% median error of sent_5m).
-    SELECT event.queue,
-           pg_catalog.count(*) FILTER (WHERE event.kind = 'sent') * pg_catalog.max(w.width) AS sent,
-           pg_catalog.count(*) FILTER (WHERE event.kind = 'failed') * pg_catalog.max(w.width) AS failed,
-           pg_catalog.count(*) FILTER (WHERE event.kind = 'cancelled') * pg_catalog.max(w.width) AS cancelled
-      FROM (SELECT first_id AS low, (last_id + 1 - first_id) / 1024.0 AS width
-              FROM event_window WHERE NOT exact) AS w
-     CROSS JOIN LATERAL (SELECT w.low + pg_catalog.floor((slice + pg_catalog.random()) * w.width)::int8 AS id
-                           FROM pg_catalog.generate_series(0, 1023) AS slice) AS sampled
-      JOIN @extschema@.send_job_events AS event ON event.id = sampled.id
-     WHERE event.created_at > $1 - interval '5 minutes' AND event.queue IS NOT NULL
-     GROUP BY event.queue
+    -- ... and a sample for the rest: 1,024 event_xids drawn one in each of as many equal
+    -- slices of the window's, each looked up in send_jobs_finished_event_xid_idx. An xid
+    -- finishes any number of jobs (a batch finalize: up to its batch; a claim's xid:
+    -- none), so an estimate is the jobs found x slice width. Slices narrower than one xid
+    -- draw the same xid again: it is looked up once and counted for each of them.
+    SELECT job.queue,
+           pg_catalog.sum(sampled.slices) FILTER (WHERE job.status = 'sent') * pg_catalog.max(w.width) AS sent,
+           pg_catalog.sum(sampled.slices) FILTER (WHERE job.status = 'failed') * pg_catalog.max(w.width) AS failed,
+           pg_catalog.sum(sampled.slices) FILTER (WHERE job.status = 'cancelled') * pg_catalog.max(w.width) AS cancelled
+      FROM (SELECT first_xid AS low, (last_xid + 1 - first_xid) / 1024.0 AS width
+              FROM event_window WHERE NOT (SELECT exact FROM window_total)) AS w
+     CROSS JOIN LATERAL (SELECT drawn.xid, pg_catalog.count(*) AS slices
+                           FROM (SELECT (w.low + pg_catalog.floor((slice + pg_catalog.random()) * w.width)::int8)::text::xid8 AS xid
+                                   FROM pg_catalog.generate_series(0, 1023) AS slice) AS drawn
+                          GROUP BY drawn.xid) AS sampled
+     -- OFFSET 0: one probe of the index per sampled xid, never a join that reads the
+     -- history whole (pending_sampled says why).
+     CROSS JOIN LATERAL (SELECT job.queue, job.status FROM @extschema@.send_jobs_finished AS job
+                          WHERE job.event_xid = sampled.xid
+                            AND job.finished_at > $1 - interval '5 minutes'
+                         OFFSET 0) AS job
+     GROUP BY job.queue
 ),
 finished AS (
     SELECT q.queue,
@@ -204,7 +226,7 @@ finished AS (
                 ELSE pg_catalog.round(s.cancelled)::int8 END AS cancelled
       FROM (SELECT queue FROM events_counted UNION SELECT queue FROM unsent_counted
             UNION SELECT queue FROM events_sampled) AS q
-     CROSS JOIN event_window AS w
+     CROSS JOIN window_total AS w
      CROSS JOIN unsent_total AS u
       LEFT JOIN events_counted AS c ON c.queue = q.queue
       LEFT JOIN unsent_counted AS uc ON uc.queue = q.queue
@@ -241,6 +263,6 @@ SELECT q.queue,
   LEFT JOIN pending AS p ON p.queue = q.queue
   LEFT JOIN held AS h ON h.queue = q.queue
   LEFT JOIN finished AS f ON f.queue = q.queue
- LEFT JOIN event_window AS w ON true
+ CROSS JOIN window_total AS w
  CROSS JOIN vacuum AS v
  ORDER BY q.queue

@@ -42,7 +42,7 @@ fn state() -> String {
     one::<String>(
         "SELECT concat_ws(' | ',
             (SELECT string_agg(j::text, ';' ORDER BY id) FROM send_jobs j),
-            (SELECT string_agg(e::text, ';' ORDER BY id) FROM send_job_events e),
+            (SELECT string_agg(e::text, ';' ORDER BY job_id) FROM send_job_events e),
             (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l),
             (SELECT string_agg(t::text, ';' ORDER BY id) FROM txn t),
             (SELECT string_agg(tgname || ':' || pg_get_triggerdef(oid), ';' ORDER BY tgname)

@@ -732,23 +732,21 @@ def check_stats(ev, V):
         for e in evs:
             count(e["queue"], f"{e['kind']}_5m", e["at"] > after - window, e["at"] > before - window)
     # Above 10,000 a count is estimated from a sample (sql/statements/stats.sql): per
-    # queue for ready and scheduled; for the 5-minute counts when the window spans more
-    # than 10,000 event ids (from its first event to the last event of all: rolled-back
-    # finalizes and crashes leave gaps, so the span can pass 10,000 with fewer events),
-    # and for failed and cancelled when more than 10,000 of those. Within a few ids of the
-    # threshold (the server finds the window's start give or take the events of one
-    # instant) either is allowed: an estimate's allowance holds the exact count too. An
-    # estimate must be within ESTIMATE_TOLERANCE of the rows, and a pending one never below
-    # 10,001; the rest must be exact.
+    # queue for ready and scheduled; for the 5-minute counts when the window holds more
+    # than 10,000 events, and for failed and cancelled when more than 10,000 of those.
+    # Within a few events of the threshold (the server finds the window's start give or
+    # take the events of one instant) either is allowed: an estimate's allowance holds the
+    # exact count too. An estimate must be within ESTIMATE_TOLERANCE of the rows, and a
+    # pending one never below 10,001; the rest must be exact.
     def window(kinds):
         return sum(expected[q][f"{k}_5m"][1] for q in expected for k in kinds)
     all_events = [e for evs in ev.db["events"].values() for e in evs]
-    window_ids = [e["id"] for e in all_events if e["at"] > before - dt.timedelta(minutes=5)]
-    events_span = max(e["id"] for e in all_events) - min(window_ids) + 1 if window_ids else 0
-    events_estimated = events_span > 10000 - 50
+    window_xids = [e["xid"] for e in all_events if e["at"] > before - dt.timedelta(minutes=5)]
+    events_span = max(e["xid"] for e in all_events) - min(window_xids) + 1 if window_xids else 0
+    events_estimated = len(window_xids) > 10000 - 50
     unsent_estimated = window(("failed", "cancelled")) > 10000
-    # The slices' widths, from the ids the samples span: events, the window's; pending
-    # jobs, from the lowest pending id to the highest id.
+    # The slices' widths, from what the samples span: events, the window's transaction
+    # ids; pending jobs, from the lowest pending id to the highest id.
     events_width = events_span / EVENTS_SAMPLE
     pending_ids = [j["id"] for j in ev.db["jobs"].values() if j["status"] == "pending"]
     pending_width = ((max(ev.db["jobs"]) - min(pending_ids) + 1) / PENDING_SAMPLE) if pending_ids else 0
@@ -770,6 +768,28 @@ def check_stats(ev, V):
                 V.add("sendjobs_stats disagrees with the rows",
                       f"queue {queue}: {column} {got}, the rows say {least}" + (f"..{most}" if most != least else "")
                       + (" (an estimate)" if estimated else ""))
+
+
+# ----------------------------------------------------------------------------------
+# 15. the outbox's relay
+# ----------------------------------------------------------------------------------
+
+def check_relay(ev, V, stats):
+    """The relay (tests/soak/lifecycle.py, consumer `soak`) read every event of the run
+    exactly once: each job that is terminal at the end (seeded ones aside: history from
+    before the consumer) is in harness.relayed once, no job twice, and nothing that is
+    not a finished job of the run (a purged one is not: the run's jobs are not purged)."""
+    relayed = collections.Counter(ev.db.get("relayed", []))
+    for jid, n in sorted(relayed.items()):
+        if n > 1:
+            V.add("an event read twice by one consumer", f"job {jid}: {n} times")
+    for jid, j in sorted(ev.jobs.items()):
+        if j["status"] in TERMINAL and relayed[jid] == 0:
+            V.add("an event the relay never read", f"job {jid} ({j['status']})")
+    strays = sorted(jid for jid in relayed if jid not in ev.jobs or ev.jobs[jid]["status"] not in TERMINAL)
+    if strays:
+        V.add("the relay read an event of no finished job of the run", f"{len(strays)}: {strays[:10]}")
+    stats.update(relayed=sum(relayed.values()))
 
 
 # ----------------------------------------------------------------------------------
@@ -814,5 +834,6 @@ def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     check_redrives(ev, V, stats)
     check_purge(ev, V, stats)
     check_stats(ev, V)
+    check_relay(ev, V, stats)
     count_outcomes(ev, stats)
     return stats

@@ -131,9 +131,7 @@ BEGIN
         j.last_error := coalesce(p_error, j.last_error);
         INSERT INTO public.send_jobs_finished SELECT (j).*;
     END IF;
-    IF st IN ('sent', 'failed') {event_condition} THEN
-        INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
-        VALUES (p_id, j.transaction_id, st, p_gen, t, j.queue);
+    IF st IN ('sent', 'failed') {stamp_condition} THEN
         UPDATE public.transactions SET status = CASE st WHEN 'sent' THEN 'success' ELSE 'failed' END
          WHERE id = j.transaction_id;
     END IF;
@@ -193,11 +191,11 @@ END $$;
 BROKEN = {
     "finalize-ignores-generation": dict(
         doc="sendjobs_finalize that applies to any in_flight row, whatever the generation",
-        sql=BROKEN_FINALIZE.format(generation_fence="", event_condition="")),
-    "finalize-no-event-at-max-attempts": dict(
-        doc="sendjobs_finalize (fenced) that forgets the event and the stamp when a retry hits max_attempts",
+        sql=BROKEN_FINALIZE.format(generation_fence="", stamp_condition="")),
+    "finalize-no-stamp-at-max-attempts": dict(
+        doc="sendjobs_finalize (fenced) that forgets the business row's stamp when a retry hits max_attempts",
         sql=BROKEN_FINALIZE.format(generation_fence="AND claim_generation = p_gen",
-                                   event_condition="AND p_outcome <> 'retry'")),
+                                   stamp_condition="AND p_outcome <> 'retry'")),
     "claim-wrong-clock": dict(
         doc="sendjobs_claim that judges a stuck job by its scheduled time (docs/contract.md, bug 1)",
         sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="next_attempt_at + l <= t",
@@ -238,7 +236,7 @@ BROKEN = {
 # --prove-checker runs every variant and fails if one of them goes unnoticed.
 EXPECTED = {
     "finalize-ignores-generation": ["finalize applied with an old generation"],
-    "finalize-no-event-at-max-attempts": ["terminal job without exactly one event"],
+    "finalize-no-stamp-at-max-attempts": ["business row does not match its job"],
     "claim-wrong-clock": ["two claims with overlapping unexpired leases"],
     "claim-ignores-schedule": ["claimed before it was due"],
     "finalize-spurious-stale": ["finalize refused while holding the job"],

@@ -2,7 +2,7 @@
 run (release 0.2.0's lifecycle functions), every call recorded like a worker's.
 
 * `seed_finished_jobs`, before the run: finished jobs inserted directly (as the
-  superuser the soak connects as), each with its event -- old ones (finished a day
+  superuser the soak connects as), each its own event -- old ones (finished a day
   ago), which the purge must delete, and recent ones (created a day ago, finished ten
   minutes ago), which it must keep: the purge goes by the event's age, not the job's.
 * `Operator`, a thread during the chaos phase:
@@ -19,18 +19,17 @@ import time
 
 import psycopg2
 
-from .records import CANCEL_WITNESS_SQL, QUEUES, stable_rng
+from .records import CANCEL_WITNESS_SQL, QUEUES, RELAY_SQL, stable_rng
 from .workers import Stopped, close_quietly, connect_until, connection_lost
 
 # ----------------------------------------------------------------------------------
 # finished jobs from before the run
 # ----------------------------------------------------------------------------------
 
-# Jobs and their events in one statement; `finished` is how long ago each job finished.
-# No transaction_id: no business row, and the operator leaves them alone.
+# Finished jobs (each its own event); `finished` is how long ago each job finished. No
+# transaction_id: no business row, and the operator leaves them alone.
 SEED_SQL = """
-WITH j AS (
-    INSERT INTO public.send_jobs_finished (queue, payload, status, attempts, max_attempts, claim_generation,
+INSERT INTO public.send_jobs_finished (queue, payload, status, attempts, max_attempts, claim_generation,
                                   claimed_at, next_attempt_at, created_at, finished_at, last_error)
     SELECT (%s::text[])[1 + i %% 2], jsonb_build_object('seeded', i), s.status,
            s.tries, 5, s.tries, CASE WHEN s.tries > 0 THEN now() - interval '1 day' END,
@@ -40,11 +39,7 @@ WITH j AS (
       FROM generate_series(1, %s) AS i,
            LATERAL (SELECT (ARRAY['sent', 'failed', 'cancelled'])[1 + i %% 3] AS status,
                            CASE WHEN i %% 3 = 2 THEN 0 ELSE 1 END AS tries) AS s
-    RETURNING id, status, claim_generation, finished_at, queue
-)
-INSERT INTO public.send_job_events (job_id, transaction_id, kind, claim_generation, created_at, queue)
-SELECT id, NULL, status, claim_generation, finished_at, queue FROM j
-RETURNING job_id"""
+RETURNING id"""
 
 PURGE_OLDER_THAN = "1 hour"
 PURGE_BATCH = 500
@@ -197,3 +192,68 @@ class Operator(threading.Thread):
             return cur.fetchone()[0]
         call = self.call("purge", purge)
         self.ctx.record.count("purged", call["result"])
+
+
+# ----------------------------------------------------------------------------------
+# the relay
+# ----------------------------------------------------------------------------------
+
+class Relay(threading.Thread):
+    """Reads the outbox as consumer `soak` (created after the seeding: the seeded jobs
+    are history it has passed) while the run goes on, through crashes and failovers, each
+    read and its witness rows (harness.relayed) in one transaction; `drain()` reads the
+    rest once everything has stopped. The checker (check_relay) proves that every event
+    of the run was read exactly once: a read cut by a crash before its commit is read
+    again, never twice."""
+
+    def __init__(self, ctx, every=0.2, batch=50):
+        super().__init__(name="relay", daemon=True)
+        self.ctx, self.every, self.batch = ctx, every, batch
+        self.conn = None
+        self.done = threading.Event()
+
+    @staticmethod
+    def create_consumer(conn):
+        with conn.cursor() as cur:
+            cur.execute("SELECT sendjobs_create_consumer('soak')")
+
+    def read_once(self, give_up=None):
+        """One read and its witness, committed; the number of events read."""
+        if self.conn is None or self.conn.closed:
+            self.conn = connect_until(self.ctx, "soak relay", give_up=give_up)
+            self.conn.autocommit = False
+        with self.conn.cursor() as cur:
+            cur.execute(RELAY_SQL, (self.batch,))
+            n = cur.fetchone()[0]
+        self.conn.commit()
+        self.ctx.record.count("relayed", n)
+        return n
+
+    def run(self):
+        try:
+            while not self.ctx.stop.is_set():
+                try:
+                    if self.read_once() < self.batch:
+                        time.sleep(self.every)
+                except psycopg2.Error as e:
+                    if not connection_lost(self.conn, e):
+                        self.ctx.violations.unexpected_error("relay read")
+                    close_quietly(self.conn)
+                    self.conn = None
+        except Stopped:
+            pass
+        finally:
+            close_quietly(self.conn)
+            self.conn = None
+            self.done.set()
+
+    def drain(self):
+        """Reads until the outbox has nothing more for the relay (after the run)."""
+        give_up = time.monotonic() + 60
+        try:
+            while self.read_once(give_up) == self.batch:
+                pass
+        finally:
+            close_quietly(self.conn)
+            self.conn = None
+

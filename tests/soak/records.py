@@ -220,7 +220,19 @@ CREATE TABLE harness.finalizes (
 CREATE TABLE harness.cancels (
     id bigserial PRIMARY KEY, call_id bigint NOT NULL, job bigint, result text,
     status_after text, gen_after bigint, at timestamptz NOT NULL DEFAULT clock_timestamp());
+-- What the relay (tests/soak/lifecycle.py) read from the outbox, written in the read's own
+-- transaction: a row per event delivered, duplicates included.
+CREATE TABLE harness.relayed (
+    id bigserial PRIMARY KEY, job bigint NOT NULL, kind text NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp());
 """
+
+# One read of the outbox for the relay and its witness rows, in one statement (the
+# caller's transaction moves the position and keeps the witness together).
+RELAY_SQL = """
+WITH e AS MATERIALIZED (SELECT * FROM sendjobs_read_events('soak', %s)),
+     w AS (INSERT INTO harness.relayed (job, kind) SELECT job_id, kind FROM e)
+SELECT count(*) FROM e"""
 
 # The claim and its witness in one statement (one transaction). `c` is referenced twice,
 # so it is materialized: sendjobs_claim runs once.
@@ -272,12 +284,12 @@ def read_database(conn):
         db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
                                       "next_at", "lease_end", "finished_at", "last_error", "redrive_of",
                                       "queue", "payload"), r)) for r in cur.fetchall()}
-        cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue, id"
-                    "  FROM public.send_job_events")
+        cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue,"
+                    "       event_xid::text::bigint FROM public.send_job_events")
         db["events"] = collections.defaultdict(list)
-        for job_id, txn, kind, gen, created_at, queue, event_id in cur.fetchall():
+        for job_id, txn, kind, gen, created_at, queue, xid in cur.fetchall():
             db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen, "at": created_at, "queue": queue,
-                                         "id": event_id})
+                                         "xid": xid})
         cur.execute("SELECT id, status FROM public.transactions")
         db["business"] = dict(cur.fetchall())
         cur.execute("SELECT transaction_id, old_status, new_status FROM public.transaction_history ORDER BY id")
@@ -300,6 +312,8 @@ def read_database(conn):
                     "       CASE WHEN current_setting('track_commit_timestamp')::bool"
                     "            THEN pg_xact_commit_timestamp(xmin) END"
                     "  FROM harness.cancels ORDER BY id")
+        cur.execute("SELECT job FROM harness.relayed ORDER BY id")
+        db["relayed"] = [r[0] for r in cur.fetchall()]
         db["cancels"] = [dict(zip(("call", "job", "result", "status", "post_gen", "at", "committed_at"), r))
                          for r in cur.fetchall()]
         db["stats"] = read_stats(cur)

@@ -60,7 +60,7 @@ from cluster import Cluster, Workdir  # noqa: E402  (tests/cluster.py)
 from .checker import check_everything  # noqa: E402
 from .checker_selftest import checker_self_test  # noqa: E402
 from .faults import BROKEN, EXPECTED, Crasher, Killer, detach_standby, run_sql_retrying  # noqa: E402
-from .lifecycle import PURGE_OLDER_THAN, Operator, seed_finished_jobs  # noqa: E402
+from .lifecycle import PURGE_OLDER_THAN, Operator, Relay, seed_finished_jobs  # noqa: E402
 from .partner import Partner  # noqa: E402
 from .records import SETUP_SQL, read_database  # noqa: E402
 from .summary import print_table, summary_lines  # noqa: E402
@@ -216,7 +216,8 @@ def run(args, workdir, clusters):
         print(f"   extension sendjobs {cur.fetchone()[0]}; transactions guarded and linked; witness tables")
     seeded_old, seeded_recent = seed_finished_jobs(conn, args.old_jobs, args.recent_jobs)
     print(f"   seeded {len(seeded_old)} jobs finished a day ago (to purge) and {len(seeded_recent)} finished"
-          f" 10 minutes ago (to keep), with their events")
+          f" 10 minutes ago (to keep), each its own event")
+    Relay.create_consumer(conn)
     if standby:
         state = wait_for_standby(conn, args)
         print(f"   standby streaming, sync_state = {state}")
@@ -243,10 +244,11 @@ def run(args, workdir, clusters):
     workers = [Worker(ctx, i, args.lease_list[i % len(args.lease_list)]) for i in range(args.workers)]
     reconciler = Reconciler(ctx)
     operator = Operator(ctx)
+    relay = Relay(ctx)
     crasher = Crasher(ctx, primary, cluster_lock) if args.crash_every > 0 else None
     print("-- chaos", flush=True)
     t_run = time.monotonic()
-    for t in workers + [reconciler, producer, operator] + ([crasher] if crasher else []):
+    for t in workers + [reconciler, producer, operator, relay] + ([crasher] if crasher else []):
         t.start()
 
     monitor = None
@@ -334,11 +336,15 @@ def run(args, workdir, clusters):
     if crasher:
         crasher.halt.set()
         crasher.join(timeout=60)
-    for t in workers + [reconciler, producer, operator]:
+    for t in workers + [reconciler, producer, operator, relay]:
         t.join(timeout=max(args.lease_list) * 3 + args.pause_extra + 30)
-    stuck = [t.name for t in workers + [reconciler, producer, operator] if t.is_alive()]
+    stuck = [t.name for t in workers + [reconciler, producer, operator, relay] if t.is_alive()]
     if stuck:
         print(f"!! threads still running: {stuck}")
+    try:
+        relay.drain()
+    except Exception:
+        ctx.violations.unexpected_error("relay drain")
     ctx.killer.close()
     partner.stop()
 

@@ -34,7 +34,7 @@ SELECT sendjobs_enqueue('{"n": 2}', idempotency_key => 'k2');
 CREATE FUNCTION test_state() RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object(
     'jobs',     (SELECT jsonb_agg(to_jsonb(j) ORDER BY j.id) FROM send_jobs j),
-    'events',   (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.id) FROM send_job_events e),
+    'events',   (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.job_id) FROM send_job_events e),
     'link',     (SELECT jsonb_agg(to_jsonb(l)) FROM sendjobs_transaction_link l),
     'queues',   (SELECT jsonb_agg(to_jsonb(q) ORDER BY q.queue) FROM sendjobs_queues q),
     'next_id',  (SELECT last_value FROM send_jobs_id_seq),

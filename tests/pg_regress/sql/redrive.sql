@@ -37,7 +37,7 @@ SELECT new_id = :redriven AS same_job, (SELECT count(*) FROM send_jobs) AS jobs
 -- The new job runs like any other: claimed, sent, its own one event; p1 becomes success.
 SELECT id = :redriven AS redriven_job, claim_generation FROM sendjobs_claim(1, '1 hour');
 SELECT sendjobs_finalize(:redriven, 1, 'sent');
-SELECT job_id = :redriven AS redriven_job, kind FROM send_job_events WHERE job_id IN (1, :redriven) ORDER BY id;
+SELECT job_id = :redriven AS redriven_job, kind FROM send_job_events WHERE job_id IN (1, :redriven) ORDER BY job_id;
 SELECT status FROM payments WHERE id = 'p1';
 -- Its new job has finished, and so left send_jobs itself for send_jobs_finished:
 -- redriving job 1 again still returns it, and creates nothing.

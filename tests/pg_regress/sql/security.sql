@@ -75,7 +75,7 @@ SELECT r.rolname, c.relname, priv
   FROM pg_roles r
   CROSS JOIN sendjobs_objects o JOIN pg_class c ON o.classid = 'pg_class'::regclass AND c.oid = o.objid
   CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS priv
- WHERE r.rolname LIKE 'sj\_%' AND c.relkind = 'r'
+ WHERE r.rolname LIKE 'sj\_%' AND c.relkind IN ('r', 'v')
    AND (has_table_privilege(r.oid, c.oid, priv)
         OR (priv IN ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES')
             AND has_any_column_privilege(r.oid, c.oid, priv)))
@@ -205,7 +205,7 @@ SELECT id, claim_generation FROM sendjobs_claim(1, '1 hour');
 CREATE FUNCTION pg_temp.queue_state() RETURNS text LANGUAGE sql AS $$
     SELECT md5(concat_ws('|',
         (SELECT string_agg(j::text, ';' ORDER BY id) FROM send_jobs j),
-        (SELECT string_agg(e::text, ';' ORDER BY id) FROM send_job_events e),
+        (SELECT string_agg(e::text, ';' ORDER BY job_id) FROM send_job_events e),
         (SELECT string_agg(l::text, ';') FROM sendjobs_transaction_link l),
         (SELECT string_agg(q::text, ';') FROM sendjobs_queues q),
         (SELECT string_agg(k::text, ';' ORDER BY k) FROM send_job_keys k)))

@@ -31,21 +31,16 @@ SELECT queue, ready, scheduled, in_flight, expired, at_last_attempt,
 -- than 10,000, are counted exactly through their own index.
 INSERT INTO send_jobs (payload, queue, next_attempt_at)
 SELECT '{}', 'big', now() - interval '1 hour' FROM generate_series(1, 15000);
-WITH finished AS (
-    INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation, claimed_at, finished_at)
-    SELECT '{}', 'big', CASE WHEN g % 40 = 0 THEN 'failed' ELSE 'sent' END, 1, 1,
-           now() - interval '2 minutes', now() - interval '1 minute'
-      FROM generate_series(1, 12000) g
-    RETURNING id, queue, status, finished_at)
-INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
-SELECT id, status, 1, finished_at, queue FROM finished ORDER BY id;
+INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation, claimed_at, finished_at)
+SELECT '{}', 'big', CASE WHEN g % 40 = 0 THEN 'failed' ELSE 'sent' END, 1, 1,
+       now() - interval '2 minutes', now() - interval '1 minute'
+  FROM generate_series(1, 12000) g;
 SELECT queue, estimated, ready BETWEEN 13500 AND 16500 AS ready_within_10_percent, scheduled,
        sent_5m BETWEEN 10500 AND 12800 AS sent_within_10_percent, failed_5m, cancelled_5m
   FROM sendjobs_stats() WHERE queue = 'big';
 -- The 'stats' queue's own counts are still exact; its row is flagged for the sent ones.
 SELECT queue, ready, scheduled, failed_5m, cancelled_5m, estimated
   FROM sendjobs_stats() WHERE queue = 'stats';
-DELETE FROM send_job_events WHERE queue = 'big';
 DELETE FROM send_jobs WHERE queue = 'big';
 
 -- A job due at -infinity or +infinity, which sendjobs_enqueue has refused since 0.2.1 but

@@ -1,0 +1,203 @@
+-- sendjobs 0.2.1 -> 0.3.0: the outbox, one row per finished job, and its reader
+-- (docs/decisions/0011-one-row-per-finished-job.md, docs/operations.md "Upgrading").
+--  * A finished job's row in send_jobs_finished is its event: the table send_job_events
+--    becomes a view of those rows, with the columns it had but its own id (an event is
+--    its job: job_id); every event is kept as the row it already was.
+--  * Each finished row records the transaction that finished it (event_xid): the
+--    outbox's commit order. The rows finished before this update get this update's own.
+--  * Consumers of the outbox (sendjobs_create_consumer, sendjobs_drop_consumer,
+--    sendjobs_read_events) and the access level relay; sendjobs_purge keeps what a
+--    consumer has not passed.
+-- Locks: send_jobs_finished is rewritten by no statement here, but its new indexes are
+-- built under a lock that holds finalizes back for as long as the build takes (about a
+-- second per 1,000,000 finished jobs on a 2-core machine).
+\echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.3.0'" to load this file. \quit
+
+-- Every C function of the extension, rebound to this release's library: its definition
+-- as Postgres prints it (schema-qualified, with its defaults and attributes), with the
+-- library's name replaced, run again as CREATE OR REPLACE (the function keeps its oid,
+-- its privileges and its comment; triggers and the CHECK that call it follow).
+DO $$
+DECLARE
+    fn record;
+    rebound text;
+BEGIN
+    FOR fn IN SELECT p.oid, p.probin
+                FROM pg_catalog.pg_depend AS d
+                JOIN pg_catalog.pg_proc AS p ON p.oid OPERATOR(pg_catalog.=) d.objid
+                JOIN pg_catalog.pg_language AS l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+                 AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
+                                                         WHERE e.extname OPERATOR(pg_catalog.=) 'sendjobs'::pg_catalog.name)
+                 AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+                 AND l.lanname OPERATOR(pg_catalog.=) 'c'::pg_catalog.name
+                 AND p.probin OPERATOR(pg_catalog.<>) 'sendjobs-@CARGO_VERSION@'::pg_catalog.text
+    LOOP
+        -- pg_get_functiondef prints the library on a line of its own: AS 'library', symbol.
+        rebound := pg_catalog.replace(pg_catalog.pg_get_functiondef(fn.oid),
+                                      E'\nAS ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(fn.probin) OPERATOR(pg_catalog.||) ', ',
+                                      E'\nAS ''sendjobs-@CARGO_VERSION@'', ');
+        IF pg_catalog.strpos(rebound, E'\nAS ''sendjobs-@CARGO_VERSION@'', ') OPERATOR(pg_catalog.=) 0 THEN
+            RAISE EXCEPTION 'sendjobs: cannot rebind function % to its new library', fn.oid::pg_catalog.regprocedure;
+        END IF;
+        EXECUTE rebound;
+    END LOOP;
+END $$;
+
+-- The new functions, as the install script makes them (pgrx writes it from src/outbox.rs).
+CREATE FUNCTION @extschema@."sendjobs_create_consumer"(
+	"consumer" pg_catalog.text,
+	"from_start" pg_catalog.bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_create_consumer_wrapper';
+CREATE FUNCTION @extschema@."sendjobs_drop_consumer"(
+	"consumer" pg_catalog.text
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_drop_consumer_wrapper';
+CREATE FUNCTION @extschema@."sendjobs_read_events"(
+	"consumer" pg_catalog.text,
+	"max" pg_catalog.int4 DEFAULT 1000
+) RETURNS TABLE (
+	"job_id" pg_catalog.int8,
+	"transaction_id" pg_catalog.text,
+	"kind" pg_catalog.text,
+	"claim_generation" pg_catalog.int8,
+	"created_at" pg_catalog.timestamptz,
+	"queue" pg_catalog.text
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_read_events_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
+
+DO $$
+BEGIN
+    EXECUTE pg_catalog.format(
+        'ALTER TABLE @extschema@.send_jobs_finished ADD COLUMN event_xid pg_catalog.xid8 NOT NULL DEFAULT %L::pg_catalog.xid8',
+        pg_catalog.pg_current_xact_id());
+END $$;
+ALTER TABLE @extschema@.send_jobs_finished
+    ALTER COLUMN event_xid SET DEFAULT pg_catalog.pg_current_xact_id();
+CREATE INDEX send_jobs_finished_event_xid_idx
+    ON @extschema@.send_jobs_finished (event_xid);
+CREATE INDEX send_jobs_finished_finished_at_idx
+    ON @extschema@.send_jobs_finished USING brin (finished_at) WITH (autosummarize = on);
+CREATE INDEX send_jobs_finished_unsent_idx
+    ON @extschema@.send_jobs_finished (finished_at) WHERE status OPERATOR(pg_catalog.<>) 'sent';
+
+-- Every event is its job's finished row already (one event per finished job, of the
+-- job's kind, generation, transaction and time): the table of copies goes, a view of the
+-- finished rows takes its name. Its privileges go with it: the roles that could read it
+-- (monitor, admin) may read the view and the consumers' table, and the admins among them
+-- (EXECUTE on sendjobs_purge, which only admin holds) get the consumers' functions.
+DO $$
+DECLARE
+    reader record;
+    readers pg_catalog.oid[];
+BEGIN
+    SELECT pg_catalog.array_agg(acl.grantee) INTO readers
+      FROM pg_catalog.pg_class AS c,
+           LATERAL pg_catalog.aclexplode(c.relacl) AS acl
+     WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.send_job_events'::pg_catalog.regclass::pg_catalog.oid
+       AND acl.privilege_type OPERATOR(pg_catalog.=) 'SELECT'::pg_catalog.text
+       AND acl.grantee OPERATOR(pg_catalog.<>) c.relowner;
+
+    -- Out of the extension first, which takes it and its ids' sequence out of the
+    -- extension's dumped configuration too (a DROP alone would leave their oids there).
+    ALTER EXTENSION sendjobs DROP SEQUENCE @extschema@.send_job_events_id_seq;
+    ALTER EXTENSION sendjobs DROP TABLE @extschema@.send_job_events;
+    DROP TABLE @extschema@.send_job_events;
+    CREATE VIEW @extschema@.send_job_events AS
+    SELECT job.id AS job_id, job.transaction_id, job.status AS kind, job.claim_generation,
+           job.finished_at AS created_at, job.queue, job.event_xid
+      FROM @extschema@.send_jobs_finished AS job;
+
+    -- Its body as the install script writes it (the upgrade test compares the two).
+    CREATE FUNCTION @extschema@.sendjobs_events_are_finished_rows() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $body$
+BEGIN
+    RETURN NULL;
+END $body$;
+    REVOKE ALL ON FUNCTION @extschema@.sendjobs_events_are_finished_rows() FROM PUBLIC;
+    CREATE TRIGGER sendjobs_events_are_finished_rows
+        INSTEAD OF INSERT OR UPDATE OR DELETE ON @extschema@.send_job_events
+        FOR EACH ROW EXECUTE FUNCTION @extschema@.sendjobs_events_are_finished_rows();
+
+    CREATE TABLE @extschema@.sendjobs_consumers (
+        consumer   text        PRIMARY KEY,
+        passed     pg_catalog.pg_snapshot NOT NULL,
+        batch      pg_catalog.pg_snapshot,
+        read_xid   pg_catalog.xid8,
+        read_id    bigint,
+        created_at timestamptz NOT NULL,
+        read_at    timestamptz,
+        CONSTRAINT sendjobs_consumers_read_check
+            CHECK ((read_xid IS NULL) OPERATOR(pg_catalog.=) (read_id IS NULL)
+                   AND (batch IS NOT NULL OR read_xid IS NULL))
+    );
+
+    FOR reader IN SELECT r.oid::pg_catalog.regrole AS name,
+                         pg_catalog.has_function_privilege(r.oid,
+                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure,
+                             'EXECUTE') AS admin
+                    FROM pg_catalog.pg_roles AS r
+                   WHERE r.oid OPERATOR(pg_catalog.=) ANY (coalesce(readers, '{}'))
+    LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.send_job_events, @extschema@.sendjobs_consumers TO %s',
+                                  reader.name);
+        IF reader.admin THEN
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean), @extschema@.sendjobs_drop_consumer(text), @extschema@.sendjobs_read_events(text, integer) TO %s',
+                                      reader.name);
+        END IF;
+    END LOOP;
+END $$;
+
+-- The comments of what is new or changed (as sql/comments_and_privileges.sql and
+-- sql/schema.sql give them to a fresh install; the upgrade test compares the two).
+COMMENT ON FUNCTION @extschema@.sendjobs_events_are_finished_rows() IS
+    'Internal: the trigger of the view send_job_events, which ignores writes to it (what releases before 0.3.0 ran: the finished row is the event). Not part of the API.';
+COMMENT ON TRIGGER sendjobs_events_are_finished_rows ON @extschema@.send_job_events IS
+    'sendjobs: writes to the view of the events are ignored (a finished job''s row is its event).';
+COMMENT ON VIEW @extschema@.send_job_events IS
+    'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), written in the transaction that finished it; relay it with sendjobs_read_events';
+COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
+    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
+COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
+    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
+    'Deletes up to batch finished jobs (sent, failed, cancelled; each its own event) that finished more than older_than ago, but none a consumer of the outbox has not passed, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
+COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) IS
+    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). sendjobs_purge keeps an event until every consumer has passed it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_drop_consumer(text) IS
+    'Drops a consumer of the outbox: sendjobs_purge no longer keeps events for it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_read_events(text, integer) IS
+    'Reads up to max events of the outbox for a consumer, the next after its position, and moves the position past them in the caller''s transaction (a rollback reads them again). Every event once per consumer, in commit order: batches of what became visible between two snapshots, each in (transaction, job id) order. Fewer than max rows: caught up.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_event_xid_idx IS 'The outbox in commit order: sendjobs_read_events pages through a batch by it; sendjobs_stats finds the last 5 minutes by it.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_finished_at_idx IS 'Finished jobs by age (BRIN): what sendjobs_purge deletes.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_unsent_idx IS 'Failed and cancelled jobs by age: their exact 5-minute counts in sendjobs_stats.';
+COMMENT ON COLUMN @extschema@.send_job_events.job_id IS 'The finished job (one event per job: the event is the job''s row in send_jobs_finished).';
+COMMENT ON COLUMN @extschema@.send_job_events.transaction_id IS 'The job''s transaction_id.';
+COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled: how the job finished.';
+COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
+COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
+COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue.';
+COMMENT ON COLUMN @extschema@.send_job_events.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON TABLE @extschema@.sendjobs_consumers IS
+    'sendjobs: the consumers of the outbox and their positions (sendjobs_create_consumer, sendjobs_read_events); not dumped: a position is made of this cluster''s transaction ids.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.consumer IS 'The consumer''s name.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.passed IS 'Every event visible in this snapshot has been read.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.batch IS 'The batch being read (the events visible in it and not in passed), or NULL between batches.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_xid IS 'In the batch, the event_xid of the last event read.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_id IS 'In the batch, the job id of the last event read.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.created_at IS 'When the consumer was created (database clock).';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_at IS 'When it last read (database clock).';
+COMMENT ON CONSTRAINT sendjobs_consumers_read_check ON @extschema@.sendjobs_consumers IS 'A read position (read_xid, read_id) is whole, and only inside a batch.';
+

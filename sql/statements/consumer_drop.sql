@@ -1,0 +1,6 @@
+--- params: consumer text
+--- columns: consumer
+-- sendjobs_drop_consumer (src/outbox.rs): the consumer goes; sendjobs_purge no longer
+-- keeps events for it.
+DELETE FROM @extschema@.sendjobs_consumers WHERE consumer = $1
+RETURNING consumer
