@@ -33,7 +33,6 @@ sys.path.insert(0, str(REPO / "tests"))
 from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 
 PG_CONFIG = os.path.join(PGBIN, "pg_config")
-VERSION = re.search(r'^version = "(.*)"$', (REPO / "Cargo.toml").read_text(), re.M).group(1)
 
 
 def log(msg):
@@ -63,12 +62,20 @@ def sh(cmd):
 # The library under test
 
 
+def pg_config(option):
+    return subprocess.run([PG_CONFIG, option], check=True, capture_output=True, text=True).stdout.strip()
+
+
 def library_path():
-    """The installed library of this release (docs/decisions/0001-a-library-per-release.md),
-    in the pkglibdir of the major being measured."""
-    libdir = subprocess.run([PG_CONFIG, "--pkglibdir"], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    return Path(libdir) / f"sendjobs-{VERSION}.so"
+    """The library that CREATE EXTENSION sendjobs binds to in the major being measured: that
+    of the installed control file's default_version (sendjobs-<version>.so since 0.2.1,
+    docs/decisions/0001-a-library-per-release.md; sendjobs.so before), in its pkglibdir.
+    Not the version in Cargo.toml: the tree may be ahead of what is installed."""
+    control = Path(pg_config("--sharedir")) / "extension" / "sendjobs.control"
+    m = re.search(r"^default_version\s*=\s*'([^']*)'", control.read_text(), re.M) if control.exists() else None
+    libdir = Path(pg_config("--pkglibdir"))
+    path = libdir / f"sendjobs-{m.group(1) if m else '?'}.so"
+    return path if path.exists() or not (libdir / "sendjobs.so").exists() else libdir / "sendjobs.so"
 
 
 def library_meta():
@@ -277,6 +284,13 @@ def write_script(folder, name, text):
     return path
 
 
+def git_dirty():
+    """The paths under src/, sql/ and the build files that differ from the commit."""
+    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "sql", "Cargo.toml",
+                          "sendjobs.control"], capture_output=True, text=True).stdout
+    return [line[3:] for line in out.splitlines() if len(line) > 3]
+
+
 def run_meta(command):
     """The facts a report of this run must carry to be curated: the command, the commit,
     the machine, the server and the library measured. Needs the cluster (the server's
@@ -294,7 +308,7 @@ def run_meta(command):
         "command": command,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "git_rev": sh(f"git -C {REPO} rev-parse --short HEAD"),
-        "git_dirty": sh(f"git -C {REPO} status --porcelain -- src sql Cargo.toml sendjobs.control").splitlines(),
+        "git_dirty": git_dirty(),
         "host": platform.node(),
         "cpu": cpu,
         "nproc": os.cpu_count(),
@@ -324,10 +338,11 @@ def header_lines(meta):
         f"- date: {meta.get('date', '?')}"
         + (f"; elapsed {fmt_dur(meta['elapsed_s'])}" if meta.get("elapsed_s") is not None else ""),
         f"- git rev: `{meta.get('git_rev', '?')}`"
-        + (f" **with uncommitted changes** in {', '.join('`' + d[3:] + '`' for d in dirty)}" if dirty
+        + (f" **with uncommitted changes** in {', '.join('`' + d + '`' for d in dirty)}" if dirty
            else " (clean src/, sql/)"),
         f"- machine: {meta.get('host', '?')}, {meta.get('cpu', '?')}, {meta.get('nproc', '?')} cores; "
         f"{meta.get('kernel', '?')}; load average at start `{meta.get('loadavg_start', '?')}`",
         f"- server: {str(meta.get('pg_version', '?')).split(' on ')[0]}",
-        f"- library: `{lib.get('path', '?')}` sha256 `{lib.get('sha256')}…`, installed {lib.get('mtime')}",
+        f"- library: `{lib.get('path', '?')}` "
+        + (f"sha256 `{lib['sha256']}…`, installed {lib.get('mtime')}" if lib.get("sha256") else "(not found)"),
     ]

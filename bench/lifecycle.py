@@ -30,6 +30,7 @@ import argparse
 import csv
 import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -259,11 +260,15 @@ def stats_runs(a, folder):
     # no parallel workers, as src/spi_plans.rs runs it (pasting clock_timestamp() in for
     # $1 would make the BRIN index unusable: volatile); $2 is send_jobs' oid.
     statement = text.replace("@extschema@", "public")
-    plan = psql(db, f"PREPARE stats_probe(timestamptz, oid) AS {statement};\n"
-                    "SET plan_cache_mode = force_generic_plan;\n"
-                    "SET max_parallel_workers_per_gather = 0;\n"
-                    "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
-                    "EXECUTE stats_probe(clock_timestamp(), 'send_jobs'::regclass)", capture=True)
+    try:
+        plan = psql(db, f"PREPARE stats_probe(timestamptz, oid) AS {statement};\n"
+                        "SET plan_cache_mode = force_generic_plan;\n"
+                        "SET max_parallel_workers_per_gather = 0;\n"
+                        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+                        "EXECUTE stats_probe(clock_timestamp(), 'send_jobs'::regclass)", capture=True)
+    except subprocess.CalledProcessError as e:   # the tree is not what is installed
+        plan = (f"no plan: this tree's sql/statements/stats.sql does not run against the installed "
+                f"extension ({e.stderr.strip()})")
     error_lines = ["| column | median error | p95 error | max error |", "|---|---|---|---|"]
     for column in ESTIMATED_COLUMNS:
         e = sorted(errors[column])

@@ -340,7 +340,7 @@ def main(argv):
     p = argparse.ArgumentParser(prog="bench/peers.sh", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     common.add_grid_arguments(p)   # the grid of bench/bench.py; the backlog stays throughout
-    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma list (default {','.join(ARMS)})")
     p.add_argument("--seed", type=int, default=1, help="the arms' order at each grid point")
     common.add_name_argument(p, "peers")
     p.add_argument("--command", default="bash bench/peers.sh " + " ".join(argv), help=argparse.SUPPRESS)
@@ -505,7 +505,7 @@ def report_text(meta, rows):
       "`pgbench -n -M prepared`, one transaction = claim n jobs, then complete them (two "
       "statements, each in its own transaction, as each client sends them). Every run starts "
       "with `backlog + what it will consume` waiting jobs (vacuumed, after a CHECKPOINT) and ends "
-      "with at least `backlog`. Method: bench/README.md, section \"Peers\".\n")
+      "with at least `backlog`. Method: bench/README.md, section \"The peers\".\n")
     w("Settings: " + ", ".join(meta["settings"]) + ".\n")
     w("## Versions\n")
     pe = meta["peers"]
