@@ -18,7 +18,8 @@ source scripts/lib.sh
 case " $* " in
   *" -h "*|*" --help "*) exec /usr/bin/python3 bench/ab.py --a-lib - --a-version - --help ;;
 esac
-read -r a_version a_commit < <(grep -v '^#' tests/upgrade/previous-release)
+# The newest of the releases listed (oldest first).
+read -r a_version a_commit < <(grep -v '^#' tests/upgrade/previous-release | tail -n 1)
 if [ -n "${SENDJOBS_AB_COMMIT:-}" ]; then
   a_commit=$(git rev-parse --short "$SENDJOBS_AB_COMMIT")
   a_version=$(git show "$a_commit:Cargo.toml" | sed -n 's/^version = "\(.*\)"/\1/p' | head -1)
