@@ -460,6 +460,20 @@ def _mutations(ctx):
     def _(db, sends, calls, plans, enq):
         _first(db["stats"]["rows"].values(), "stats row")["in_flight"] += 1
 
+    # -- the outbox's relay -----------------------------------------------------------
+
+    @m("an event read twice by one consumer", "one event relayed a second time (a read that moved no position)")
+    def _(db, sends, calls, plans, enq):
+        db["relayed"].append(_first(db["relayed"], "relayed event"))
+
+    @m("an event the relay never read", "one relayed event missing (a position moved past an event: the naive reader)")
+    def _(db, sends, calls, plans, enq):
+        db["relayed"].remove(_first(db["relayed"], "relayed event"))
+
+    @m("the relay read an event of no finished job of the run", "a relayed event of a job that never existed")
+    def _(db, sends, calls, plans, enq):
+        db["relayed"].append(max(db["jobs"]) + 1000)
+
     return M
 
 

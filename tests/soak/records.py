@@ -307,13 +307,13 @@ def read_database(conn):
                     "       max_attempts, txn_start, at FROM harness.finalizes ORDER BY id")
         db["finalizes"] = [dict(zip(("call", "job", "gen", "outcome", "result", "status", "post_gen", "next_at",
                                      "attempts", "max_attempts", "txn_start", "at"), r)) for r in cur.fetchall()]
+        cur.execute("SELECT job FROM harness.relayed ORDER BY id")
+        db["relayed"] = [r[0] for r in cur.fetchall()]
         # A cancel's commit time, as the server recorded it (NULL where the setting is off).
         cur.execute("SELECT call_id, job, result, status_after, gen_after, at,"
                     "       CASE WHEN current_setting('track_commit_timestamp')::bool"
                     "            THEN pg_xact_commit_timestamp(xmin) END"
                     "  FROM harness.cancels ORDER BY id")
-        cur.execute("SELECT job FROM harness.relayed ORDER BY id")
-        db["relayed"] = [r[0] for r in cur.fetchall()]
         db["cancels"] = [dict(zip(("call", "job", "result", "status", "post_gen", "at", "committed_at"), r))
                          for r in cur.fetchall()]
         db["stats"] = read_stats(cur)
