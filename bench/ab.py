@@ -56,8 +56,7 @@ def prepare(db, version, lib_dir, backlog):
 
 def top_up(db, backlog):
     """Finished jobs and their events go; pending jobs are added up to `backlog`."""
-    psql(db, "TRUNCATE send_job_events")
-    psql(db, "DELETE FROM send_jobs WHERE status <> 'pending'")
+    psql(db, common.CLEAR_FINISHED)
     psql(db, f"INSERT INTO send_jobs (payload, max_attempts, next_attempt_at) "
              f"SELECT '{{}}', 1000000000, now() - interval '1 hour' "
              f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs))")

@@ -12,6 +12,7 @@ into the run's report.md and plots, in the same folder.
 import argparse
 import csv
 import datetime
+import functools
 import os
 import re
 import sys
@@ -81,12 +82,13 @@ def parse_args(argv):
 # The database
 
 
-def tables_of(arm, variant):
-    s = SCHEMA[arm]
-    t = [f"{s}.send_jobs"]
+@functools.lru_cache(maxsize=None)
+def tables_of(dbname, arm, variant):
+    """The tables a run writes: send_jobs, and in the terminal variant where finished jobs
+    and their events go (common.QUEUE_TABLES, as the installed version lays them out)."""
     if variant == "sent":
-        t.append(f"{s}.send_job_events")
-    return t
+        return tuple(common.queue_tables(dbname, SCHEMA[arm]))
+    return (f"{SCHEMA[arm]}.send_jobs",)
 
 
 def create_database(dbname, backlog, arms, sql_dir):
@@ -145,36 +147,40 @@ def drop_database(dbname):
 
 
 # The tables of F and M are copies of the tables the extension created for E (so they
-# are the DDL of sql/schema.sql as installed, whatever the source tree holds now):
-# LIKE ... INCLUDING ALL copies columns, defaults, identity, CHECK constraints, indexes
-# (partial ones too), storage and comments; reloptions (fillfactor) and foreign keys are
-# copied from the catalog; the child tables (send_jobs_finished) inherit their parent again.
-EXT_TABLES = ("send_jobs", "send_jobs_finished", "send_job_keys", "send_job_events",
-              "sendjobs_transaction_link")
+# are the DDL of sql/schema.sql as installed, whatever the source tree holds now): every
+# table of the extension in its schema (not its views); LIKE ... INCLUDING ALL copies
+# columns, defaults, identity, CHECK constraints, indexes (partial ones too), storage and
+# comments; reloptions (fillfactor) and foreign keys are copied from the catalog; the
+# child tables (send_jobs_finished) inherit their parent again.
 
 
 def copy_tables_sql(cur, src, dst):
+    cur.execute("SELECT c.relname FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid "
+                "JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass "
+                "WHERE e.extname = 'sendjobs' AND d.deptype = 'e' AND c.relkind = 'r' "
+                "AND c.relnamespace = %s::regnamespace ORDER BY c.relname", (src,))
+    ext_tables = [name for (name,) in cur.fetchall()]
     out = [f"CREATE SCHEMA {dst};"]
-    for t in EXT_TABLES:
+    for t in ext_tables:
         out.append(f"CREATE TABLE {dst}.{t} (LIKE {src}.{t} INCLUDING ALL);")
         cur.execute("SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = %s::regclass",
                     (f"{src}.{t}",))
         opts = cur.fetchone()[0]
         if opts:
             out.append(f"ALTER TABLE {dst}.{t} SET ({opts});")
-    for t in EXT_TABLES:
+    for t in ext_tables:
         cur.execute("SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = %s::regclass",
                     (f"{src}.{t}",))
         for (parent,) in cur.fetchall():
             out.append(f"ALTER TABLE {dst}.{t} INHERIT {dst}.{parent.split('.')[-1]};")
-    for t in EXT_TABLES:
+    for t in ext_tables:
         cur.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
                     "WHERE conrelid = %s::regclass AND contype = 'f' ORDER BY conname", (f"{src}.{t}",))
         for name, definition in cur.fetchall():
             definition = re.sub(r"REFERENCES (\w+\.)?", f"REFERENCES {dst}.", definition)
             out.append(f"ALTER TABLE {dst}.{t} ADD CONSTRAINT {name} {definition};")
     cur.execute("SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal "
-                "AND tgrelid = ANY (%s::regclass[])", ([f"{src}.{t}" for t in EXT_TABLES],))
+                "AND tgrelid = ANY (%s::regclass[])", ([f"{src}.{t}" for t in ext_tables],))
     triggers = cur.fetchall()
     return "\n".join(out) + "\n", triggers
 
@@ -192,7 +198,7 @@ def wait_for_autovacuum(db, limit_s=60):
     return time.time() - t0
 
 
-def table_stats(db, arm, variant):
+def table_stats(db, dbname, arm, variant):
     s = SCHEMA[arm]
     t = f"{s}.send_jobs"
     gen_col = "attempts" if arm == "F" else "claim_generation"
@@ -212,9 +218,8 @@ def table_stats(db, arm, variant):
         "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint "
         "FROM pg_stat_user_tables")[0]
     out["gen_sum"], out["in_flight"] = agg
-    if variant == "sent":
-        ev = db.one(f"SELECT pg_total_relation_size('{s}.send_job_events'::regclass)")
-        out["total_bytes"] += ev[0]
+    for other in tables_of(dbname, arm, variant)[1:]:   # where finished jobs and events went
+        out["total_bytes"] += db.one(f"SELECT pg_total_relation_size('{other}'::regclass)")[0]
     return out
 
 
@@ -442,12 +447,12 @@ def run_sustained(args, results, scripts, sql_dir):
             wait_for_autovacuum(db)
             db.exec(f"VACUUM (ANALYZE) {SCHEMA['E']}.send_jobs")
             db.exec("CHECKPOINT")
-            before = table_stats(db, "E", "retry")
+            before = table_stats(db, dbname, "E", "retry")
             r = run_pgbench(dbname, script_for(scripts, "E", "retry", SUSTAINED_BATCH),
                             SUSTAINED_CLIENTS, SUSTAINED_BATCH, SUSTAINED_BACKLOG, "retry",
                             args.sustained, progress=10 if args.sustained >= 40 else 2)
             common.wait_quiet(db, autovacuum=False)
-            after = table_stats(db, "E", "retry")
+            after = table_stats(db, dbname, "E", "retry")
             db.exec(f"UPDATE {SCHEMA['E']}.send_jobs SET status = 'pending', lease_expires_at = NULL "
                     "WHERE status = 'in_flight'")
             for t, tps in r["progress"]:
@@ -525,15 +530,15 @@ def run_plan(args, plan, scripts, sql_dir, csv_path, meta, so_path, so_stamp):
         if waited > 1:
             log(f"   (waited {waited:.0f} s for autovacuum to finish before the run)")
         if not args.no_vacuum:
-            for t in tables_of(arm, variant):
+            for t in tables_of(dbname, arm, variant):
                 db.exec(f"VACUUM (ANALYZE) {t}")
         db.exec("CHECKPOINT")
-        before = table_stats(db, arm, variant)
+        before = table_stats(db, dbname, arm, variant)
         started = datetime.datetime.now().strftime("%H:%M:%S")
         r = run_pgbench(dbname, script_for(scripts, arm, variant, batch), clients, batch, backlog,
                         variant, args.duration)
         common.wait_quiet(db, autovacuum=False)
-        after = table_stats(db, arm, variant)
+        after = table_stats(db, dbname, arm, variant)
         left = after["in_flight"]
         if left:   # pgbench stopped between a claim and its finalize: put them back
             db.exec(f"UPDATE {SCHEMA[arm]}.send_jobs SET status = 'pending', lease_expires_at = NULL "
@@ -541,7 +546,7 @@ def run_plan(args, plan, scripts, sql_dir, csv_path, meta, so_path, so_stamp):
         if not args.no_vacuum:
             # Tidy up now, outside the timed window: otherwise the dead tuples this run left
             # wake autovacuum during a later run, which then shares the CPU with it.
-            for t in tables_of(arm, variant):
+            for t in tables_of(dbname, arm, variant):
                 db.exec(f"VACUUM (ANALYZE) {t}")
         wal = int(db.one("SELECT pg_wal_lsn_diff(%s, %s)", (after["lsn"], before["lsn"]))[0])
         cycles = r["cycles"]

@@ -131,6 +131,34 @@ def psql_file(db, path, single_transaction=False):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
+# Where a finished job goes depends on the installed version: 0.2.x moves its row to
+# send_jobs_finished (a child of send_jobs) and writes its event to the table
+# send_job_events; from 0.3.0 the finished row is the event, send_job_events a view of them.
+QUEUE_TABLES = ("send_jobs", "send_jobs_finished", "send_job_events")
+
+# Finished jobs and their events removed, whichever the layout (DELETE FROM send_jobs
+# reaches its child table too).
+CLEAR_FINISHED = """
+    DO $$BEGIN
+        IF (SELECT relkind FROM pg_class WHERE oid = to_regclass('send_job_events')) = 'r' THEN
+            TRUNCATE send_job_events;
+        END IF;
+    END$$;
+    DELETE FROM send_jobs WHERE status <> 'pending';
+"""
+
+
+def queue_tables(db, schema="public"):
+    """The tables of QUEUE_TABLES that database `db` has in `schema` (not the views),
+    schema-qualified."""
+    names = ",".join(f"'{t}'" for t in QUEUE_TABLES)
+    out = psql(db, f"SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c "
+                   f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{schema}' "
+                   f"AND c.relkind = 'r' AND c.relname IN ({names}) "
+                   f"ORDER BY array_position(ARRAY[{names}], c.relname::text)", capture=True)
+    return out.splitlines()
+
+
 def wait_quiet(db, autovacuum=True, limit_s=60):
     """Until no pgbench backend (and, with autovacuum, no autovacuum worker) is left in
     this database, bounded; then a moment for exiting backends to flush their table

@@ -104,7 +104,7 @@ def fill_history(db, count):
             INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
             SELECT id, 'sent', 1, finished_at, queue FROM jobs""")
         print(f"   history: {start + n:,} of {count:,}", flush=True)
-    for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
+    for table in common.queue_tables(db):
         psql(db, f"VACUUM ANALYZE {table}")
 
 
@@ -135,12 +135,12 @@ def history_runs(a, scripts, rng, runs, measure=True):
         add_backlog(db, a.backlog)
         psql(db, "VACUUM (FREEZE, ANALYZE)")
         if a.vacuum_between_reps:
-            for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
+            for table in common.queue_tables(db):
                 psql(db, f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
     for rep in range(a.reps):
         if a.vacuum_between_reps:
             for db in ("empty", "history"):
-                psql(db, "VACUUM send_jobs, send_jobs_finished, send_job_events")
+                psql(db, "VACUUM " + ", ".join(common.queue_tables(db)))
         for clients, batch in points:
             arms = ["empty", "history"]
             rng.shuffle(arms)
@@ -230,7 +230,7 @@ def stats_runs(a, folder):
             RETURNING id, queue, status, finished_at)
         INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
         SELECT id, status, 1, finished_at, queue FROM jobs ORDER BY id""")
-    for table in ("send_jobs", "send_jobs_finished", "send_job_events"):
+    for table in common.queue_tables(db):
         psql(db, f"VACUUM ANALYZE {table}")
     conn = common.Db(db).conn
     times, errors, estimated = [], {c: [] for c in ESTIMATED_COLUMNS}, 0

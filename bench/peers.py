@@ -71,14 +71,14 @@ FIELDS = ["backlog", "rep", "clients", "batch", "arm", "attempt", "valid", "dura
 
 class SendJobs:
     db = "sendjobs"
-    tables = ["public.send_jobs", "public.send_job_events"]
 
     def setup(self, admin, run_dir, batches):
         admin.exec("CREATE DATABASE sendjobs")
         self.c = Db(self.db, APP)
         self.c.exec("CREATE EXTENSION sendjobs")
         self.version = self.c.one("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")[0]
-        return {"version": self.version}
+        self.tables = common.queue_tables(self.db)   # where its jobs and events go
+        return {"version": self.version, "tables": self.tables}
 
     def add(self, n):
         # Rows as sendjobs_enqueue(payload) makes them (the column defaults: queue 'default',
@@ -94,8 +94,7 @@ class SendJobs:
 
     def cleanup(self):
         """Removes what the last run finished (and any claim it left open)."""
-        self.c.exec("TRUNCATE send_job_events")
-        self.c.exec("DELETE FROM send_jobs WHERE status <> 'pending'")
+        self.c.exec(common.CLEAR_FINISHED)
 
     def rows(self):
         return self.c.one("SELECT count(*) FROM send_jobs")[0]
@@ -562,7 +561,8 @@ def report_text(meta, rows):
         w("| backlog | arm | WAL B/job | dead tuples/job | upd+del/job | table growth B/job | "
           "index growth B/job | table MB after | indexes MB after | rows after | tables |")
         w("|---|---|---|---|---|---|---|---|---|---|---|")
-        tabs = {"sendjobs": "send_jobs, send_job_events", "pgmq-delete": "q_bench, a_bench",
+        sendjobs_tables = pe.get("sendjobs", {}).get("tables") or ["send_jobs", "send_job_events"]
+        tabs = {"sendjobs": ", ".join(t.split(".")[-1] for t in sendjobs_tables), "pgmq-delete": "q_bench, a_bench",
                 "pgmq-archive": "q_bench, a_bench", "pg-boss": "job_common"}
         for backlog in g["backlogs"]:
             for arm in arms:

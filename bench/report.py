@@ -543,9 +543,9 @@ def write_report(rows, meta, agg, tg, plot_files, report_path):
     st = sent_table(agg)
     if st:
         lines.append("## Terminal `sent` finalize (jobs re-enqueued)\n")
-        lines.append("Same cycle, but the finalize transaction marks the jobs `sent` (one `send_job_events` row "
-                     "each) and re-enqueues as many fresh jobs with one plain `INSERT` (identical in every arm), "
-                     "so the pending backlog stays constant while the table grows.\n")
+        lines.append("Same cycle, but the finalize transaction marks the jobs `sent` (each finished with its "
+                     "event) and re-enqueues as many fresh jobs with one plain `INSERT`, so the pending backlog "
+                     "stays constant while the tables of finished jobs and events grow.\n")
         lines.append(st + "\n")
 
     if meta.get("sustained"):
