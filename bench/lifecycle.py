@@ -220,12 +220,20 @@ def stats_runs(a, folder):
              f"  FROM generate_series(1, {a.stats_backlog}) g")
     psql(db, "SELECT count(*) FROM sendjobs_claim(200, '1 hour')")
     events = a.stats_events
+    # Since 0.3.0 a finished row records the transaction that finished it (event_xid), and
+    # sendjobs_stats finds the window and samples it by that: one INSERT would give all of
+    # them one xid, which no queue does. As workers finish them: 10 jobs a transaction,
+    # every other xid a claim's.
+    has_xid = psql(db, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'send_jobs_finished'::regclass"
+                       " AND attname = 'event_xid'", capture=True).strip() == "1"
+    xid_column, xid_value = ((", event_xid", ", ((SELECT pg_current_xact_id()::text::int8) + 2 * (g / 10))::text::xid8")
+                             if has_xid else ("", ""))
     psql(db, f"""
         WITH jobs AS (
             INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation,
-                                            next_attempt_at, claimed_at, finished_at)
+                                            next_attempt_at, claimed_at, finished_at{xid_column})
             SELECT '{{}}', 'q' || (g % 4), CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'sent' END,
-                   1, 1, now(), now(), now() - ({events} - g) * interval '300 s' / {events}
+                   1, 1, now(), now(), now() - ({events} - g) * interval '300 s' / {events}{xid_value}
               FROM generate_series(1, {events}) g
             RETURNING id, queue, status, finished_at)
         INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
