@@ -102,10 +102,7 @@ fn read_events(consumer: Option<&str>, max: Option<i32>) -> Result<Vec<Event>> {
         )));
     }
     Spi::connect_mut(|client| {
-        let locked = first::<String>(
-            CONSUMER_LOCK.run(client, &[consumer.into()])?,
-            "consumer",
-        )?;
+        let locked = first::<String>(CONSUMER_LOCK.run(client, &[consumer.into()])?, "consumer")?;
         if locked.is_none() {
             return Err(SendJobsError::UnknownConsumer(consumer.to_owned()));
         }
@@ -113,9 +110,8 @@ fn read_events(consumer: Option<&str>, max: Option<i32>) -> Result<Vec<Event>> {
             client,
             &[consumer.into(), i64::from(max).into(), wall_clock().into()],
         )?;
-        let missing = |column: &str| {
-            SendJobsError::Internal(format!("an event without its {column}"))
-        };
+        let missing =
+            |column: &str| SendJobsError::Internal(format!("an event without its {column}"));
         rows.map(|row| {
             Ok((
                 row.get_by_name::<i64, _>("job_id")?
