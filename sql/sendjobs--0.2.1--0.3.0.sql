@@ -9,8 +9,7 @@
 --    sendjobs_read_events) and the access level relay; sendjobs_purge keeps what a
 --    consumer has not passed.
 -- Locks: send_jobs_finished is rewritten by no statement here, but its new indexes are
--- built under a lock that holds finalizes back for as long as the build takes (about a
--- second per 1,000,000 finished jobs on a 2-core machine).
+-- built under a lock that holds finishes back for as long as the builds take.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.3.0'" to load this file. \quit
 
 -- Every C function of the extension, rebound to this release's library: its definition
