@@ -32,3 +32,7 @@ SELECT id, claim_generation FROM sendjobs_claim(1, '0 seconds');
 SELECT sendjobs_enqueue('{"n": 7}', transaction_id => 'tx-7', idempotency_key => 'k7', run_at => now() - interval '4 minutes');
 SELECT sendjobs_enqueue('{"n": 8}', transaction_id => 'tx-8', idempotency_key => 'k8', run_at => now() + interval '1 hour');
 SELECT new_id FROM sendjobs_redrive(ARRAY[3]::int8[]);
+-- A consumer of the outbox halfway through a batch: it has read jobs 1 and 2 of the four
+-- finished ones (its position: the batch's snapshot and the last event read).
+SELECT sendjobs_create_consumer('relay', from_start => true);
+SELECT string_agg(job_id::text, ',') AS read FROM sendjobs_read_events('relay', 2);

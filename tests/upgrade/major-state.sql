@@ -7,9 +7,11 @@
 SELECT 'job ' || concat_ws(' | ', id, queue, payload, transaction_id, idempotency_key, status, attempts,
        max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error,
        created_at, finished_at, redrive_of, tableoid::regclass) FROM send_jobs ORDER BY id;
-SELECT 'event ' || concat_ws(' | ', id, job_id, transaction_id, kind, claim_generation, created_at, queue)
+SELECT 'event ' || concat_ws(' | ', job_id, transaction_id, kind, claim_generation, created_at, queue, event_xid)
   FROM send_job_events ORDER BY job_id;
 SELECT 'key ' || idempotency_key || ' ' || job_id FROM send_job_keys ORDER BY 1;
+SELECT 'consumer ' || concat_ws(' | ', consumer, passed, batch, read_xid, read_id, created_at, read_at)
+  FROM sendjobs_consumers ORDER BY consumer;
 SELECT 'link ' || concat_ws(' | ', tbl, key_column, status_column, on_sent, on_failed, on_redrive, linked_by)
   FROM sendjobs_transaction_link;
 SELECT 'queue ' || queue || ' ' || notify FROM sendjobs_queues ORDER BY queue;

@@ -2,6 +2,10 @@
 -- generations of before. Each check raises an error when it does not hold.
 \ir expect.sql
 SELECT pg_temp.expect(current_setting('server_version_num')::int / 10000 = :major, 'the server is the new major');
+-- The consumer goes on where it was, mid-batch: the two events it had not read, once.
+SELECT pg_temp.expect(string_agg(job_id::text, ',') = '3,4', 'the outbox consumer reads on from its position')
+  FROM sendjobs_read_events('relay');
+SELECT pg_temp.expect(count(*) = 0, 'and then has read everything') FROM sendjobs_read_events('relay');
 -- The claim made before the upgrade still holds job 5: its finalize applies and stamps.
 SELECT pg_temp.expect(sendjobs_finalize(5, 1, 'sent') = 'applied', 'the pre-upgrade claim of job 5 finalizes');
 -- Job 6's lease had expired: a claim takes it (generation 2) and the due jobs 7 and 9,
