@@ -2,8 +2,16 @@
 --- columns: consumer
 -- sendjobs_create_consumer (src/outbox.rs): a new consumer of the outbox. It has passed
 -- every event visible now (from_start: none, so it reads every event kept). '1:1:' is
--- the snapshot in which no transaction is visible.
+-- the snapshot in which no transaction is visible. The caller's own transaction counts as
+-- in progress (sql/statements/read_events.sql says why).
 INSERT INTO @extschema@.sendjobs_consumers (consumer, passed, created_at)
-VALUES ($1, CASE WHEN $2 THEN '1:1:'::pg_catalog.pg_snapshot ELSE pg_catalog.pg_current_snapshot() END, $3)
+VALUES ($1, CASE WHEN $2 THEN '1:1:'::pg_catalog.pg_snapshot
+                ELSE (SELECT (least(pg_catalog.pg_snapshot_xmin(now.s), coalesce(now.own, pg_catalog.pg_snapshot_xmin(now.s)))::pg_catalog.text OPERATOR(pg_catalog.||) ':'
+                 OPERATOR(pg_catalog.||) pg_catalog.pg_snapshot_xmax(now.s)::pg_catalog.text OPERATOR(pg_catalog.||) ':'
+                 OPERATOR(pg_catalog.||) coalesce((SELECT pg_catalog.string_agg(x::pg_catalog.text, ',' ORDER BY x)
+                                                     FROM (SELECT pg_catalog.pg_snapshot_xip(now.s) AS x
+                                                           UNION SELECT now.own WHERE now.own < pg_catalog.pg_snapshot_xmax(now.s)) AS xs
+                                                    WHERE x IS NOT NULL), ''))::pg_catalog.pg_snapshot
+           FROM (SELECT pg_catalog.pg_current_snapshot() AS s, pg_catalog.pg_current_xact_id_if_assigned() AS own) AS now) END, $3)
 ON CONFLICT (consumer) DO NOTHING
 RETURNING consumer

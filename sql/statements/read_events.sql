@@ -10,10 +10,20 @@
 -- statement, which sees exactly the events visible in it. Within a batch, events come
 -- in (event_xid, job id) order; the position is the last one read. A call that reads
 -- fewer than $2 has read the batch to its end: the batch becomes `passed`, and the next
--- call takes a new one.
+-- call takes a new one. A snapshot leaves the caller's own transaction out of its list of
+-- those in progress (it is neither visible nor running to itself): the batch is taken with
+-- it put back in, or the events the caller's transaction writes after this read would be
+-- "visible" in the batch, and so passed, without ever being read
+-- (tests/isolation/specs/outbox-own-transaction.spec).
 WITH reader AS MATERIALIZED (
     SELECT consumer, passed,
-           coalesce(batch, pg_catalog.pg_current_snapshot()) AS batch,
+           coalesce(batch, (SELECT (least(pg_catalog.pg_snapshot_xmin(now.s), coalesce(now.own, pg_catalog.pg_snapshot_xmin(now.s)))::pg_catalog.text OPERATOR(pg_catalog.||) ':'
+                 OPERATOR(pg_catalog.||) pg_catalog.pg_snapshot_xmax(now.s)::pg_catalog.text OPERATOR(pg_catalog.||) ':'
+                 OPERATOR(pg_catalog.||) coalesce((SELECT pg_catalog.string_agg(x::pg_catalog.text, ',' ORDER BY x)
+                                                     FROM (SELECT pg_catalog.pg_snapshot_xip(now.s) AS x
+                                                           UNION SELECT now.own WHERE now.own < pg_catalog.pg_snapshot_xmax(now.s)) AS xs
+                                                    WHERE x IS NOT NULL), ''))::pg_catalog.pg_snapshot
+           FROM (SELECT pg_catalog.pg_current_snapshot() AS s, pg_catalog.pg_current_xact_id_if_assigned() AS own) AS now)) AS batch,
            coalesce(read_xid, '0'::pg_catalog.xid8) AS read_xid,
            coalesce(read_id, 0) AS read_id
       FROM @extschema@.sendjobs_consumers WHERE consumer = $1
