@@ -88,9 +88,10 @@ CREATE UNIQUE INDEX send_jobs_finished_redrive_of_idx
     ON @extschema@.send_jobs_finished (redrive_of) WHERE redrive_of IS NOT NULL;
 -- The outbox in commit order: the events' reader pages through a batch by it, and
 -- sendjobs_stats finds the last 5 minutes' events by it. A B-tree: a reader that fell
--- behind must find its place without reading what it already passed.
+-- behind must find its place without reading what it already passed, also within one
+-- transaction's events (the history an update from 0.2.x gives one xid): hence the id.
 CREATE INDEX send_jobs_finished_event_xid_idx
-    ON @extschema@.send_jobs_finished (event_xid);
+    ON @extschema@.send_jobs_finished (event_xid, id);
 -- Purge finds finished jobs by age. BRIN: jobs finish in time order, and a BRIN index
 -- costs an insert almost nothing (the range being filled has no summary yet), where a
 -- B-tree would add an entry per job. autosummarize: autovacuum summarizes each range as

@@ -85,7 +85,7 @@ END $$;
 ALTER TABLE @extschema@.send_jobs_finished
     ALTER COLUMN event_xid SET DEFAULT pg_catalog.pg_current_xact_id();
 CREATE INDEX send_jobs_finished_event_xid_idx
-    ON @extschema@.send_jobs_finished (event_xid);
+    ON @extschema@.send_jobs_finished (event_xid, id);
 CREATE INDEX send_jobs_finished_finished_at_idx
     ON @extschema@.send_jobs_finished USING brin (finished_at) WITH (autosummarize = on);
 CREATE INDEX send_jobs_finished_unsent_idx
