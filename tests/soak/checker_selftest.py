@@ -487,6 +487,7 @@ class _Snapshot:
         self.plans = plans
         self.enqueued = enqueued
         self.seeded_old, self.seeded_recent = ctx.seeded_old, ctx.seeded_recent
+        self.relay = getattr(ctx, "relay", False)
 
 
 def checker_self_test(ctx, db, sends):

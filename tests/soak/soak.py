@@ -231,6 +231,7 @@ def run(args, workdir, clusters):
     ctx = Context(args, target, partner.url, settings)
     ctx.killer = Killer(ctx)
     ctx.seeded_old, ctx.seeded_recent = seeded_old, seeded_recent
+    ctx.relay = True  # the outbox's relay runs (check_relay)
 
     producer = Producer(ctx, 0)
     ctx.chaos.set()
