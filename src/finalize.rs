@@ -154,7 +154,9 @@ fn finalize(
         )?;
         let mut results = Vec::with_capacity(rows.len());
         let mut to_stamp = Vec::new();
-        let (mut finished, mut readers) = (false, false);
+        // Whether the outbox has consumers to wake, once a claim finished its job (the
+        // statement says it on every row).
+        let mut readers = None;
         for row in rows {
             let id = row.get_by_name::<i64, _>("id")?.unwrap_or_default();
             if row.get_by_name::<bool, _>("known")? != Some(true) {
@@ -165,9 +167,8 @@ fn finalize(
                 continue;
             };
             let stamp = Stamp::of_status(&status);
-            if stamp.is_some() {
-                finished = true;
-                readers = row.get_by_name::<bool, _>("readers")? == Some(true);
+            if stamp.is_some() && readers.is_none() {
+                readers = Some(row.get_by_name::<bool, _>("readers")? == Some(true));
             }
             if let (Some(transaction_id), Some(stamp)) =
                 (row.get_by_name::<String, _>("transaction_id")?, stamp)
@@ -177,8 +178,8 @@ fn finalize(
             results.push((id, APPLIED));
         }
         stamp_each(client, &to_stamp)?;
-        if finished {
-            wakeup::after_finish(client, Some(readers))?;
+        if readers.is_some() {
+            wakeup::after_finish(client, readers)?;
         }
         Ok(results)
     })

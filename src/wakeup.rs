@@ -69,18 +69,14 @@ fn current_transaction() -> (pg_sys::LocalTransactionId, pg_sys::SubTransactionI
 fn decided<R>(f: impl FnOnce(&mut Decided) -> R) -> R {
     let now = current_transaction();
     DECIDED.with_borrow_mut(|decided| {
-        let current = decided.get_or_insert_with(|| Decided {
-            transaction: now,
-            queues: HashMap::new(),
-            readers: None,
-        });
-        if current.transaction != now {
-            *current = Decided {
+        let current = match decided {
+            Some(current) if current.transaction == now => current,
+            _ => decided.insert(Decided {
                 transaction: now,
                 queues: HashMap::new(),
                 readers: None,
-            };
-        }
+            }),
+        };
         f(current)
     })
 }
