@@ -68,6 +68,9 @@ bash tests/upgrade/major.sh target/test-package-15 2>&1 | tee -a "$log"
 echo "== the SQL reference (docs/reference.md: every example run, nothing missing) =="
 python3 tests/cluster.py run --name sendjobs-reference -- /usr/bin/python3 tests/reference/check.py 2>&1 | tee -a "$log"
 
+echo "== a finalize whose answer was lost, made again (tests/answers/lost_answer.py) =="
+python3 tests/cluster.py run --name sendjobs-answers -- /usr/bin/python3 tests/answers/lost_answer.py 2>&1 | tee -a "$log"
+
 echo "== chaos soak (short) and failover soak =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
@@ -96,5 +99,6 @@ sql_passed=$(sed -nE 's/.*all ([0-9]+) regress and ([0-9]+) isolation tests pass
 workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer|wakeup):' "$log" || true)
 rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
+answers_passed=$(sed -nE 's/^lost_answer: ([0-9]+) cases passed/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 upgrades_passed=$(grep -cE 'the restored database keeps every job|the claims of before finalize with their generations' "$log" || true)
-echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + upgrades_passed + 2)) passed, 0 failed"
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + 2)) passed, 0 failed"

@@ -10,9 +10,9 @@ COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text,
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
     'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, oldest next_attempt_at first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
-    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
+    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, or when this claim was already finalized with this outcome (a repeat, say after a lost answer: nothing changes again); else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
-    'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id and applied or stale.';
+    'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id, applied or stale, the job''s status and attempts after the call (sent, failed, or pending: retried), and repeated (the claim had already been finalized so; nothing changed).';
 COMMENT ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) IS
     'Extends the lease of the claim (id, generation) to now + lease (NULL: sendjobs.default_lease): applied while that claim is current; stale tells the worker it lost the job and must stop.';
 COMMENT ON FUNCTION @extschema@.sendjobs_guard_terminal(regclass, name, text[], text[]) IS
@@ -117,6 +117,7 @@ COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s cl
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
 COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue.';
 COMMENT ON COLUMN @extschema@.send_job_events.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.outcome IS 'The outcome of the finalize that finished the job (sent, failed, or retry on its last attempt); NULL when no finalize did (it gave up, or was cancelled), and for a job that finished before 0.3.0.';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
 
 -- sendjobs_consumers

@@ -76,6 +76,12 @@ CREATE TABLE @extschema@.send_jobs_finished (
     -- commit order (sendjobs_read_events reads the rows that became visible between two
     -- snapshots, by this column: docs/decisions/0011-one-row-per-finished-job.md).
     event_xid xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(),
+    -- The outcome of the finalize that finished the job ('sent', 'failed', or 'retry' on
+    -- its last attempt), NULL when none did (it gave up, or was cancelled): how a
+    -- finalize made again after its answer was lost is told from a stale one
+    -- (docs/decisions/0012-answers-that-say-what-happened.md). Written by the functions
+    -- only, so no CHECK (each CHECK costs every finishing statement its planning).
+    outcome text,
     CONSTRAINT send_jobs_finished_pkey PRIMARY KEY (id),
     CONSTRAINT send_jobs_finished_check CHECK (status IN ('sent', 'failed', 'cancelled'))
 ) INHERITS (@extschema@.send_jobs);

@@ -76,6 +76,47 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM 
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
 
+-- sendjobs_finalize_batch answers with more columns (what the job became, its attempts,
+-- whether the call was a repeat: decision 0012): a new result type, so the function is
+-- made again, and the roles that could call it (worker, admin) may call the new one. A
+-- caller that names the columns it reads (id, result) is unaffected; a statement that
+-- prepared SELECT * before the update is re-planned with the new columns.
+DO $$
+DECLARE
+    callers pg_catalog.regrole[];
+    caller pg_catalog.regrole;
+BEGIN
+    SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole) INTO callers
+      FROM pg_catalog.pg_proc AS p,
+           LATERAL pg_catalog.aclexplode(p.proacl) AS acl
+     WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)'::pg_catalog.regprocedure::pg_catalog.oid
+       AND acl.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text
+       AND acl.grantee OPERATOR(pg_catalog.<>) p.proowner
+       AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
+    DROP FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz);
+    CREATE FUNCTION @extschema@."sendjobs_finalize_batch"(
+        "ids" bigint[],
+        "generations" bigint[],
+        "outcome" TEXT,
+        "error" TEXT DEFAULT NULL,
+        "retry_at" timestamp with time zone DEFAULT NULL
+    ) RETURNS TABLE (
+        "id" bigint,
+        "result" TEXT,
+        "status" TEXT,
+        "attempts" INT,
+        "repeated" bool
+    )
+    VOLATILE PARALLEL UNSAFE
+    LANGUAGE c
+    AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_finalize_batch_wrapper';
+    REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) FROM PUBLIC;
+    FOREACH caller IN ARRAY coalesce(callers, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) TO %s',
+                                  caller);
+    END LOOP;
+END $$;
+
 DO $$
 BEGIN
     EXECUTE pg_catalog.format(
@@ -84,6 +125,9 @@ BEGIN
 END $$;
 ALTER TABLE @extschema@.send_jobs_finished
     ALTER COLUMN event_xid SET DEFAULT pg_catalog.pg_current_xact_id();
+-- How each job finished from now on (NULL for the rows finished before: a finalize made
+-- again for one of those is told as a repeat only when it was sent; decision 0012).
+ALTER TABLE @extschema@.send_jobs_finished ADD COLUMN outcome text;
 CREATE INDEX send_jobs_finished_event_xid_idx
     ON @extschema@.send_jobs_finished (event_xid, id);
 CREATE INDEX send_jobs_finished_finished_at_idx
@@ -167,7 +211,9 @@ COMMENT ON TRIGGER sendjobs_events_are_finished_rows ON @extschema@.send_job_eve
 COMMENT ON VIEW @extschema@.send_job_events IS
     'sendjobs outbox: exactly one row per finished job (sent, failed or cancelled), written in the transaction that finished it; relay it with sendjobs_read_events';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
-    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
+    'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, or when this claim was already finalized with this outcome (a repeat, say after a lost answer: nothing changes again); else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
+COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
+    'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id, applied or stale, the job''s status and attempts after the call (sent, failed, or pending: retried), and repeated (the claim had already been finalized so; nothing changed).';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
     'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
@@ -188,6 +234,7 @@ COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s cl
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
 COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue.';
 COMMENT ON COLUMN @extschema@.send_job_events.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.outcome IS 'The outcome of the finalize that finished the job (sent, failed, or retry on its last attempt); NULL when no finalize did (it gave up, or was cancelled), and for a job that finished before 0.3.0.';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
 COMMENT ON TABLE @extschema@.sendjobs_consumers IS
     'sendjobs: the consumers of the outbox and their positions (sendjobs_create_consumer, sendjobs_read_events); not dumped: a position is made of this cluster''s transaction ids.';
@@ -200,3 +247,26 @@ COMMENT ON COLUMN @extschema@.sendjobs_consumers.created_at IS 'When the consume
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_at IS 'When it last read (database clock).';
 COMMENT ON CONSTRAINT sendjobs_consumers_read_check ON @extschema@.sendjobs_consumers IS 'A read position (read_xid, read_id) is whole, and only inside a batch.';
 
+-- The grants carried above (to the roles of the access levels) were made in this script,
+-- so Postgres recorded them as the extension's own initial privileges, as it records
+-- every GRANT of an extension script. They are the users' grants: pg_dump must dump them
+-- (it dumps only what differs from the initial privileges, so a restore would have lost
+-- them), and a role dropped later must leave nothing behind (on 15 and 16 its oid stayed
+-- in pg_init_privs, and the dump's REVOKE of it failed the restore). So the initial
+-- privileges are set back to what a fresh install's are: the owner's, and PUBLIC's where
+-- the install script left them (the upgrade test compares the two).
+UPDATE pg_catalog.pg_init_privs AS ip
+   SET initprivs = (SELECT pg_catalog.array_agg(item)
+                      FROM pg_catalog.unnest(ip.initprivs) AS item
+                     WHERE NOT EXISTS (
+                           SELECT FROM pg_catalog.aclexplode(ARRAY[item]) AS acl
+                            WHERE acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
+                              AND acl.grantee OPERATOR(pg_catalog.<>) acl.grantor))
+ WHERE ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+   AND EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                WHERE d.classid OPERATOR(pg_catalog.=) ip.classoid
+                  AND d.objid OPERATOR(pg_catalog.=) ip.objoid
+                  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+                  AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
+                                                          WHERE e.extname OPERATOR(pg_catalog.=) 'sendjobs'::pg_catalog.name)
+                  AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char");

@@ -3,6 +3,7 @@
 use std::str::FromStr;
 
 use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
 
 use crate::clock::wall_clock;
 use crate::config;
@@ -15,6 +16,7 @@ use crate::wakeup;
 // A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
 pub(crate) static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
 pub(crate) static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
+static FINALIZE_UNAPPLIED: Statement = statement!("finalize_unapplied.sql");
 static HEARTBEAT: Statement = statement!("heartbeat.sql");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +50,8 @@ impl Outcome {
 }
 
 /// Records the outcome of the claim `(id, generation)`: `applied` when that claim is
-/// still the current one of an in_flight job, otherwise `stale` and nothing changes.
+/// still the current one of an in_flight job (or when this very finalize of it was
+/// already applied: a repeat), otherwise `stale` and nothing changes.
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_finalize(
     id: Option<i64>,
@@ -58,13 +61,14 @@ fn sendjobs_finalize(
     retry_at: default!(Option<TimestampWithTimeZone>, "NULL"),
 ) -> &'static str {
     let claim = required(id, "id").and_then(|id| Ok((id, fenced_generation(generation)?)));
-    let results = or_raise(claim.and_then(|claim| finalize(&[claim], outcome, error, retry_at)));
-    results.first().map_or(STALE, |(_, result)| result)
+    let answers = or_raise(claim.and_then(|claim| finalize(&[claim], outcome, error, retry_at)));
+    answers.first().map_or(STALE, Answer::result)
 }
 
 /// `sendjobs_finalize` for many claims in one call: `ids[i]` with `generations[i]`, each
-/// fenced on its own, all with one outcome. Returns one row per claim, in input order,
-/// saying whether it was `applied` or `stale`.
+/// fenced on its own, all with one outcome. Returns one row per claim, in input order:
+/// `applied` or `stale`, what the job is now and its attempts, and whether the claim had
+/// already been finalized so (`repeated`: this call changed nothing).
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_finalize_batch(
     ids: Option<Vec<Option<i64>>>,
@@ -72,11 +76,53 @@ fn sendjobs_finalize_batch(
     outcome: Option<&str>,
     error: default!(Option<&str>, "NULL"),
     retry_at: default!(Option<TimestampWithTimeZone>, "NULL"),
-) -> TableIterator<'static, (name!(id, i64), name!(result, &'static str))> {
-    TableIterator::new(or_raise(
+) -> TableIterator<
+    'static,
+    (
+        name!(id, i64),
+        name!(result, &'static str),
+        name!(status, String),
+        name!(attempts, i32),
+        name!(repeated, bool),
+    ),
+> {
+    let answers = or_raise(
         batch_claims(ids, generations)
             .and_then(|claims| finalize(&claims, outcome, error, retry_at)),
-    ))
+    );
+    TableIterator::new(answers.into_iter().map(|answer| {
+        (
+            answer.id,
+            answer.result(),
+            answer.status,
+            answer.attempts,
+            answer.repeated,
+        )
+    }))
+}
+
+/// What a finalize did to one claim (docs/decisions/0012-answers-that-say-what-happened.md).
+struct Answer {
+    id: i64,
+    /// It applied now, or had applied before (`repeated`).
+    applied: bool,
+    /// The job's status after the call: `sent`, `failed`, `pending` (retried) for an
+    /// applied one; whatever the job is now for a stale one.
+    status: String,
+    /// The job's attempts after the call (an applied one: the attempt its claim was).
+    attempts: i32,
+    /// This claim had already been finalized with this outcome; nothing changed now.
+    repeated: bool,
+}
+
+impl Answer {
+    fn result(&self) -> &'static str {
+        if self.applied {
+            APPLIED
+        } else {
+            STALE
+        }
+    }
 }
 
 /// Pairs up the ids and generations of a batch, refusing NULLs, mismatched lengths and
@@ -112,7 +158,7 @@ fn finalize(
     outcome: Option<&str>,
     error: Option<&str>,
     retry_at: Option<TimestampWithTimeZone>,
-) -> Result<Vec<(i64, &'static str)>> {
+) -> Result<Vec<Answer>> {
     let outcome: Outcome = required(outcome, "outcome")?.parse()?;
     if retry_at.is_some() && outcome != Outcome::Retry {
         return Err(SendJobsError::InvalidArgument(
@@ -152,18 +198,17 @@ fn finalize(
                 error.into(),
             ],
         )?;
-        let mut results = Vec::with_capacity(rows.len());
+        // One slot per claim, in input order; None for a claim that did not apply.
+        let mut answers: Vec<Option<Answer>> = Vec::with_capacity(rows.len());
+        let mut unapplied = Vec::new();
         let mut to_stamp = Vec::new();
         // Whether the outbox has consumers to wake, once a claim finished its job (the
         // statement says it on every row).
         let mut readers = None;
-        for row in rows {
-            let id = row.get_by_name::<i64, _>("id")?.unwrap_or_default();
-            if row.get_by_name::<bool, _>("known")? != Some(true) {
-                return Err(SendJobsError::UnknownJob(id));
-            }
+        for (row, &(id, generation)) in rows.into_iter().zip(claims) {
             let Some(status) = row.get_by_name::<String, _>("status")? else {
-                results.push((id, STALE));
+                unapplied.push((id, generation));
+                answers.push(None);
                 continue;
             };
             let stamp = Stamp::of_status(&status);
@@ -175,14 +220,65 @@ fn finalize(
             {
                 to_stamp.push((stamp, transaction_id));
             }
-            results.push((id, APPLIED));
+            let attempts = row.get_by_name::<i32, _>("attempts")?.unwrap_or_default();
+            answers.push(Some(Answer {
+                id,
+                applied: true,
+                status,
+                attempts,
+                repeated: false,
+            }));
         }
+        let mut looked_up = unapplied_answers(client, &unapplied, outcome)?.into_iter();
+        let answers = answers
+            .into_iter()
+            .map(|answer| answer.or_else(|| looked_up.next()))
+            .collect::<Option<Vec<Answer>>>()
+            .ok_or_else(|| {
+                SendJobsError::Internal("a claim that did not apply was not looked up".into())
+            })?;
         stamp_each(client, &to_stamp)?;
         if readers.is_some() {
             wakeup::after_finish(client, readers)?;
         }
-        Ok(results)
+        Ok(answers)
     })
+}
+
+/// The answers of the claims whose finish did not apply, in their order: a repeat of an
+/// applied finalize (`applied`, `repeated`), or `stale`; an unknown id fails the call.
+fn unapplied_answers(
+    client: &SpiClient<'_>,
+    claims: &[(i64, i64)],
+    outcome: Outcome,
+) -> Result<Vec<Answer>> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, generations): (Vec<i64>, Vec<i64>) = claims.iter().copied().unzip();
+    let rows = FINALIZE_UNAPPLIED.run(
+        client,
+        &[ids.into(), generations.into(), outcome.as_str().into()],
+    )?;
+    rows.into_iter()
+        .map(|row| {
+            let id = row.get_by_name::<i64, _>("id")?.unwrap_or_default();
+            let (Some(status), Some(attempts)) = (
+                row.get_by_name::<String, _>("status")?,
+                row.get_by_name::<i32, _>("attempts")?,
+            ) else {
+                return Err(SendJobsError::UnknownJob(id));
+            };
+            let repeated = row.get_by_name::<bool, _>("repeated")? == Some(true);
+            Ok(Answer {
+                id,
+                applied: repeated,
+                status,
+                attempts,
+                repeated,
+            })
+        })
+        .collect()
 }
 
 /// Extends the lease of the claim `(id, generation)` to `now + lease`: `applied` while

@@ -1,5 +1,5 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
---- columns: id, status, transaction_id, known, readers
+--- columns: id, status, attempts, transaction_id, readers
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
 -- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and per claim what
 -- the caller and the business-row stamp need. A terminal result's row in
@@ -13,9 +13,11 @@
 -- sql/schema.sql says why). A retry past max_attempts becomes 'failed'. The two
 -- predicates cannot both hold for a row, and the one that does not apply to $3 is a
 -- one-time filter of its branch. The backoff is base * 2^(attempts - 1) capped at max,
--- computed in milliseconds (no interval overflow). Whether a job that did not apply
--- exists at all ("known": in either table) is only looked up for the claims that did
--- not apply. "readers": whether the outbox has consumers to wake (src/wakeup.rs).
+-- computed in milliseconds (no interval overflow). A claim that did not apply has a
+-- NULL status here; what its job is, and whether it was already finalized so, is looked
+-- up afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
+-- records the outcome that finished it ("outcome": how a repeat is recognised).
+-- "readers": whether the outbox has consumers to wake (src/wakeup.rs).
 WITH
 --- variant batch
 claim AS (
@@ -38,7 +40,7 @@ retried AS (
        AND job.claim_generation = ($2::int8[])[1]
 --- end
        AND $3 = 'retry' AND job.attempts < job.max_attempts
- RETURNING job.id, job.status, job.transaction_id
+ RETURNING job.id, job.status, job.attempts, job.transaction_id
 ),
 leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs AS job
@@ -56,30 +58,26 @@ finished AS (
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
-            last_error, created_at, finished_at, redrive_of)
+            last_error, created_at, finished_at, redrive_of, outcome)
     SELECT id, queue, payload, transaction_id, idempotency_key,
            CASE WHEN $3 = 'retry' THEN 'failed' ELSE $3 END, attempts,
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
-           coalesce($8, last_error), created_at, $4, redrive_of
+           coalesce($8, last_error), created_at, $4, redrive_of, $3
       FROM leaving
- RETURNING id, status, transaction_id
+ RETURNING id, status, attempts, transaction_id
 ),
 done AS (
-    SELECT id, status, transaction_id FROM retried
+    SELECT id, status, attempts, transaction_id FROM retried
     UNION ALL
-    SELECT id, status, transaction_id FROM finished
+    SELECT id, status, attempts, transaction_id FROM finished
 )
 --- variant batch
-SELECT claim.id, done.status, done.transaction_id,
-       CASE WHEN done.id IS NOT NULL THEN true
-            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = claim.id) END AS known,
+SELECT claim.id, done.status, done.attempts, done.transaction_id,
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
 --- variant one
-SELECT ($1::int8[])[1] AS id, done.status, done.transaction_id,
-       CASE WHEN done.id IS NOT NULL THEN true
-            ELSE EXISTS (SELECT FROM @extschema@.send_jobs known WHERE known.id = ($1::int8[])[1]) END AS known,
+SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end

@@ -69,6 +69,12 @@ lines AS (
       FROM pg_catalog.pg_event_trigger e JOIN members m
         ON m.classid = 'pg_catalog.pg_event_trigger'::pg_catalog.regclass AND m.objid = e.oid
     UNION ALL
+    -- the privileges each object starts with, what pg_dump takes as the extension's own
+    -- (it dumps the grants beyond them; a grant of an update script would be among them)
+    SELECT 'initial privileges ' || pg_catalog.pg_describe_object(ip.classoid, ip.objoid, ip.objsubid)
+           || ' ' || ip.initprivs::text
+      FROM pg_catalog.pg_init_privs ip JOIN members m ON m.classid = ip.classoid AND m.objid = ip.objoid
+    UNION ALL
     -- what pg_dump keeps of the extension's tables
     SELECT 'dumped ' || ext.extconfig::pg_catalog.regclass[]::text || ' ' || ext.extcondition::text FROM ext
 )

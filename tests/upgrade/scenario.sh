@@ -12,6 +12,11 @@ sql() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 from=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control")
 log "filling a database at release $from"
 sql -d upgrade -f tests/upgrade/populate.sql -o /dev/null
+# A role with the worker level of the previous release (0.1.0 had none): the update
+# keeps what it may call, also where it makes a function again (sendjobs_finalize_batch).
+if [ "$from" != 0.1.0 ]; then
+  sql -d upgrade -c "CREATE ROLE upgrade_worker" -c "SELECT sendjobs_grant('upgrade_worker', 'worker')" -o /dev/null
+fi
 # A second database whose user points a foreign key at send_jobs: the update refuses it.
 "$PGBIN/createdb" referenced
 sql -d referenced -c "CREATE EXTENSION sendjobs" \
@@ -79,10 +84,25 @@ grep -E '^number of (transactions actually processed|failed transactions)' "$SEN
 
 log "checking the upgraded database"
 sql -d upgrade -v version="$SENDJOBS_VERSION" -f tests/upgrade/verify.sql -o /dev/null
+if [ "$from" != 0.1.0 ]; then
+  sql -d upgrade -o /dev/null -c "SELECT sendjobs_enqueue('{}', 'upgrade_worker')" -c "SET ROLE upgrade_worker" \
+      -c "DO \$\$ BEGIN
+            IF (SELECT bool_and(result = 'applied') FROM sendjobs_finalize_batch(
+                    ARRAY(SELECT id FROM sendjobs_claim(1, queue => 'upgrade_worker')), ARRAY[1], 'sent')) IS NOT TRUE THEN
+              RAISE EXCEPTION 'the worker level''s sendjobs_finalize_batch did not apply';
+            END IF;
+          END \$\$"
+  log "a role given the worker level before the update may still call sendjobs_finalize_batch"
+fi
 
 log "comparing its catalog with a fresh install's"
 "$PGBIN/createdb" fresh
 sql -d fresh -c "CREATE EXTENSION sendjobs"
+# The same grant as the upgraded database's role has (both then show it in their ACLs;
+# only the upgraded one would also show it in its initial privileges, were it there).
+if [ "$from" != 0.1.0 ]; then
+  sql -d fresh -o /dev/null -c "SELECT sendjobs_grant('upgrade_worker', 'worker')"
+fi
 sql -d upgrade -f tests/upgrade/catalog.sql >"$SENDJOBS_CLUSTER_DIR/upgraded.txt"
 sql -d fresh -f tests/upgrade/catalog.sql >"$SENDJOBS_CLUSTER_DIR/fresh.txt"
 if ! diff -u "$SENDJOBS_CLUSTER_DIR/fresh.txt" "$SENDJOBS_CLUSTER_DIR/upgraded.txt"; then
@@ -110,3 +130,15 @@ sql -d restored -Atc "SELECT CASE WHEN sendjobs_enqueue('{}') > max(id) THEN 'ne
                         FROM send_jobs" | grep -qx 'new ids continue' \
   || { echo "upgrade: a restored queue reuses ids" >&2; exit 1; }
 log "the restored database keeps every job, generation and event"
+# The grants the update carried are the users' (not the extension's initial privileges):
+# the dump keeps them, and the role can be dropped without a trace in the catalog.
+if [ "$from" != 0.1.0 ]; then
+  sql -d restored -Atc "SELECT has_function_privilege('upgrade_worker',
+                          'sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)', 'EXECUTE')" \
+    | grep -qx t || { echo "upgrade: the restore lost the worker level's grant on sendjobs_finalize_batch" >&2; exit 1; }
+  for db in upgrade restored fresh; do
+    sql -d "$db" -o /dev/null -c "DROP OWNED BY upgrade_worker"
+  done
+  sql -d upgrade -o /dev/null -c "DROP ROLE upgrade_worker"
+  log "the dump keeps the grants the update carried"
+fi

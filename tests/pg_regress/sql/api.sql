@@ -130,8 +130,9 @@ SELECT id, status, attempts, claim_generation, lease_expires_at IS NULL AS lease
   FROM send_jobs WHERE id = 14;
 SELECT job_id, transaction_id, kind, claim_generation FROM send_job_events;
 
--- A second finalize of the same claim is stale, whatever its outcome: the job is no
--- longer in_flight. Nothing changes and no second event is staged.
+-- A second finalize of the same claim changes nothing, and no second event is staged:
+-- with the outcome that applied it is a repeat and answers applied again (answers.sql);
+-- with another outcome it is stale (the job is no longer in_flight).
 SELECT sendjobs_finalize(14, 1, 'sent') AS again_sent,
        sendjobs_finalize(14, 1, 'failed', 'late') AS again_failed,
        sendjobs_finalize(14, 1, 'retry') AS again_retry;
