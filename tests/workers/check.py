@@ -24,7 +24,8 @@ Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a 
 session of their own (workers/rust/tests/live.rs); and the crate's TLS test, with TLS
 turned on in the cluster for it.
 
-Asserted: every job finished (sent or failed) with exactly one event of its kind;
+Asserted: every job finished (sent or failed) with exactly one event of its kind, and
+counted once by the workers as what it became;
 nothing sent twice under one generation; B's job sent by B, then by A under a new
 generation; B counted a stale answer; A reconnected; the send that outlived A's
 connection was finalized on the new one (its job needed one attempt); the jobs of its
@@ -201,6 +202,11 @@ def check_run(db, name, route, bouncer, partner, a, b):
                                 count(*) FILTER (WHERE j.status = 'failed')
                            FROM send_jobs j LEFT JOIN send_job_events e ON e.job_id = j.id""").fetchone()
     assert jobs[:3] == (JOBS, JOBS, JOBS), f"jobs, events of their kind, jobs with an event: {jobs}"
+    # The workers count each job once, as what its finalize made of it: a retry on the
+    # last attempt is failed, not retried (the finalize's answer says so).
+    counted = {k: counters["a"][k] + counters["b"][k] for k in ("sent", "failed")}
+    assert counted == {"sent": JOBS - jobs[3], "failed": jobs[3]}, \
+        f"the workers counted {counted}; the jobs are {JOBS - jobs[3]} sent and {jobs[3]} failed"
     sends = [(r["job"], r["gen"]) for r in partner.requests if r["worker"].startswith(name)]
     twice = {s for s in sends if sends.count(s) > 1}
     assert not twice, f"sent twice under one generation: {sorted(twice)}"

@@ -58,7 +58,10 @@ class Worker:
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
                                  "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
         self.sql_heartbeat = sql.SQL("SELECT {}(%s, %s, %s)").format(fn("sendjobs_heartbeat"))
-        self.sql_finalize = sql.SQL("SELECT {}(%s, %s, %s, %s)").format(fn("sendjobs_finalize"))
+        # A batch of one, for its answer's status: a retry on the last attempt is applied
+        # and fails the job, and counts as failed (docs/reference.md).
+        self.sql_finalize = sql.SQL("SELECT result, status FROM {}(ARRAY[%s]::int8[], ARRAY[%s]::int8[], %s, %s)"
+                                    ).format(fn("sendjobs_finalize_batch"))
         self.conn = None
         self.connecting = asyncio.Lock()
         self.stopping = asyncio.Event()
@@ -196,15 +199,16 @@ class Worker:
             self.counters["heartbeats"] += 1
         kind, error = outcome
         try:
-            [(answer,)] = await self.call(self.sql_finalize, (job["id"], job["generation"], kind, error))
+            [(answer, status)] = await self.call(self.sql_finalize, (job["id"], job["generation"], kind, error))
         except psycopg.Error as e:
             # The guard refusing the stamp (23514 in error mode), a conflict: the job stays
             # in flight and comes back after its lease (it gives up after its attempts).
             log.warning("finalize of job %s failed: %s", job["id"], e)
             self.counters["errors"] += 1
             return
-        key = {"sent": "sent", "failed": "failed", "retry": "retried"}[kind]
-        self.counters[key if answer == "applied" else "stale"] += 1
+        # Applied (a repeat of a call whose answer was lost too): what the job became.
+        key = {"sent": "sent", "failed": "failed", "pending": "retried"}[status] if answer == "applied" else "stale"
+        self.counters[key] += 1
 
     # -- the loop ---------------------------------------------------------------------
 

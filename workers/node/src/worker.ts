@@ -92,7 +92,10 @@ export class Worker {
       claim: `SELECT id, claim_generation, transaction_id, idempotency_key, payload
                 FROM ${s}.sendjobs_claim($1::int4, ${lease.replace("$LEASE", "$2")}, $3::text)`,
       heartbeat: `SELECT ${s}.sendjobs_heartbeat($1::int8, $2::int8, ${lease.replace("$LEASE", "$3")}) AS answer`,
-      finalize: `SELECT ${s}.sendjobs_finalize($1::int8, $2::int8, $3::text, $4::text) AS answer`,
+      // A batch of one, for its answer's status: a retry on the last attempt is applied
+      // and fails the job, and counts as failed (docs/reference.md).
+      finalize: `SELECT result AS answer, status
+                   FROM ${s}.sendjobs_finalize_batch(ARRAY[$1::int8], ARRAY[$2::int8], $3::text, $4::text)`,
     };
   }
 
@@ -241,10 +244,11 @@ export class Worker {
       ? { outcome: "retry", error: `send timed out after ${this.options.sendTimeoutSeconds} s` }
       : result;
     try {
-      const [{ answer }] = await this.call(this.sql.finalize, [job.id, job.claim_generation, outcome, error]);
+      const [{ answer, status }] = await this.call(this.sql.finalize, [job.id, job.claim_generation, outcome, error]);
+      // Applied (a repeat of a call whose answer was lost too): what the job became.
       if (answer !== "applied") this.counters.stale++;
-      else if (outcome === "sent") this.counters.sent++;
-      else if (outcome === "failed") this.counters.failed++;
+      else if (status === "sent") this.counters.sent++;
+      else if (status === "failed") this.counters.failed++;
       else this.counters.retried++;
     } catch (e: any) {
       // The guard refusing the stamp (23514 in error mode), a conflict: the job stays in

@@ -42,6 +42,34 @@ impl Answer {
     }
 }
 
+/// What a finalize made of its job, from its answer (`result`, `status`): a retry on the
+/// job's last attempt is applied and fails it. A repeat of a finalize whose answer was
+/// lost answers as the first call would have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Finalized {
+    Sent,
+    Failed,
+    Retried,
+    Stale,
+}
+
+impl Finalized {
+    fn parse(result: &str, status: &str) -> Result<Self> {
+        Ok(match (Answer::parse(result)?, status) {
+            (Answer::Stale, _) => Self::Stale,
+            (Answer::Applied, "sent") => Self::Sent,
+            (Answer::Applied, "failed") => Self::Failed,
+            (Answer::Applied, "pending") => Self::Retried,
+            (Answer::Applied, other) => {
+                return Err(ProtocolError::UnexpectedAnswer {
+                    answer: format!("applied, {other}"),
+                }
+                .into())
+            }
+        })
+    }
+}
+
 struct Statements {
     claim: String,
     heartbeat: String,
@@ -65,8 +93,9 @@ impl Statements {
             ),
             // retry_at: NULL (the server's backoff) when no delay is given; the server's
             // clock otherwise, as for every lease.
+            // A batch of one, for its answer's status (what the job became).
             finalize: format!(
-                "SELECT {s}.sendjobs_finalize($1, $2, $3, $4, \
+                "SELECT result, status FROM {s}.sendjobs_finalize_batch(ARRAY[$1::int8], ARRAY[$2::int8], $3, $4, \
                         pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5))"
             ),
             finalize_sent: format!(
@@ -79,8 +108,9 @@ impl Statements {
 /// One connection, opened again (with backoff) whenever a call finds it lost. Calls are
 /// pipelined on it by tokio-postgres; a call that fails because the connection went away
 /// is made again on the next one. Heartbeats and finalizes are fenced by (id,
-/// generation), so making one twice changes nothing the first did not (the second of two
-/// finalizes is `stale`); a claim whose answer was lost leaves its jobs to their leases.
+/// generation), so making one twice changes nothing the first did not (a finalize made
+/// again with the same outcome answers as the first did: a repeat); a claim whose answer
+/// was lost leaves its jobs to their leases.
 pub(crate) struct Db {
     config: Config,
     statements: Statements,
@@ -360,7 +390,7 @@ impl Db {
         id: i64,
         generation: i64,
         outcome: &Outcome,
-    ) -> Result<Answer> {
+    ) -> Result<Finalized> {
         let (kind, error, after): (&str, Option<&str>, Option<f64>) = match outcome {
             Outcome::Sent => ("sent", None, None),
             Outcome::Failed { error } => ("failed", Some(error), None),
@@ -383,7 +413,10 @@ impl Db {
                 ],
             )
             .await?;
-        Answer::parse(single_text(&rows)?)
+        match rows.as_slice() {
+            [row] => Finalized::parse(row.try_get(0)?, row.try_get(1)?),
+            _ => Err(ProtocolError::RowCount { rows: rows.len() }.into()),
+        }
     }
 
     /// `sendjobs_finalize_batch(ids, generations, 'sent')`: one answer per claim.

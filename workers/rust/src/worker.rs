@@ -14,7 +14,7 @@ use tokio::time::{interval_at, sleep, timeout, Instant, MissedTickBehavior};
 
 use crate::config::{Config, Shutdown};
 use crate::counters::{bump, Counters};
-use crate::db::{Answer, Db};
+use crate::db::{Answer, Db, Finalized};
 use crate::error::{Error, Result};
 use crate::job::{Job, Outcome};
 use crate::SqlState;
@@ -353,7 +353,13 @@ async fn finalize_loop(
             _ => match db.finalize_sent(&claims).await {
                 Ok(answers) => {
                     for (_, answer) in answers {
-                        count(&counters, answer, &Outcome::Sent);
+                        count(
+                            &counters,
+                            match answer {
+                                Answer::Applied => Finalized::Sent,
+                                Answer::Stale => Finalized::Stale,
+                            },
+                        );
                     }
                 }
                 Err(e) => {
@@ -376,7 +382,7 @@ async fn finalize_one(db: &Db, counters: &Counters, f: &Finished) {
     let mut tries = 0;
     loop {
         match db.finalize(f.id, f.generation, &f.outcome).await {
-            Ok(answer) => return count(counters, answer, &f.outcome),
+            Ok(finalized) => return count(counters, finalized),
             Err(e) if is_transient(&e) && tries < 3 => {
                 tries += 1;
                 sleep(std::time::Duration::from_millis(100 << tries)).await;
@@ -392,12 +398,12 @@ async fn finalize_one(db: &Db, counters: &Counters, f: &Finished) {
     }
 }
 
-fn count(counters: &Counters, answer: Answer, outcome: &Outcome) {
-    let counter = match (answer, outcome) {
-        (Answer::Stale, _) => &counters.stale,
-        (Answer::Applied, Outcome::Sent) => &counters.sent,
-        (Answer::Applied, Outcome::Failed { .. }) => &counters.failed,
-        (Answer::Applied, Outcome::Retry { .. }) => &counters.retried,
+fn count(counters: &Counters, finalized: Finalized) {
+    let counter = match finalized {
+        Finalized::Stale => &counters.stale,
+        Finalized::Sent => &counters.sent,
+        Finalized::Failed => &counters.failed,
+        Finalized::Retried => &counters.retried,
     };
     bump(counter, 1);
 }
