@@ -74,6 +74,15 @@ class Evidence:
         self.fins = collections.defaultdict(list)
         for f in db["finalizes"]:
             self.fins[(f["job"], f["gen"])].append(f)
+        # A claim's applied finalizes after its first, with the first's outcome, are
+        # repeats of it (made again after an answer was lost: decision 0012), not
+        # finalizes of their own; witness order is call order within a claim.
+        for fs in self.fins.values():
+            first = next((f for f in fs if f["result"] == "applied"), None)
+            for f in fs:
+                if f is not first and first is not None and f["result"] == "applied" \
+                        and f["outcome"] == first["outcome"]:
+                    f["repeat_of"] = first
         # every finalize and heartbeat of a job, whatever the generation
         self.fenced_calls = collections.defaultdict(list)
         for x in db["finalizes"] + db["heartbeats"]:
@@ -88,7 +97,7 @@ class Evidence:
         # the applied finalizes that made each job terminal, in witness order
         self.terminal_finalizes = collections.defaultdict(list)
         for f in db["finalizes"]:
-            if f["result"] == "applied" and f["status"] in FINALIZED:
+            if f["result"] == "applied" and f["status"] in FINALIZED and "repeat_of" not in f:
                 self.terminal_finalizes[f["job"]].append(f)
 
     def claims_in_order(self, job_id):
@@ -271,8 +280,11 @@ def check_fencing(ev, V):
     """A finalize or heartbeat applies only with the current generation of an in_flight
     row: an applied one left the row at its own generation (and in_flight, for a
     heartbeat) with no newer claim before it, and left the status its outcome asks for;
-    one applied finalize per claim; a `stale` answer only when the row was no longer
-    in_flight at that generation; no answer but applied or stale."""
+    one applied finalize per claim, and any other applied answer for it a repeat (the
+    same outcome) that found the row as the first left it; a `stale` answer only when
+    the row was no longer in_flight at that generation, and never for a repeat made
+    after the first call committed while the row was still as it left it (decision
+    0012); no answer but applied or stale."""
     for f in ev.db["finalizes"]:
         where = f"job {f['job']} gen {f['gen']} {f['outcome']} (call {f['call']})"
         if f["result"] == "applied":
@@ -287,11 +299,25 @@ def check_fencing(ev, V):
             if f["status"] not in expected.get(f["outcome"], ()):
                 V.add("finalize applied but the row says otherwise",
                       f"{where}: status {f['status']}, attempts {f['attempts']}/{f['max_attempts']}")
-            if len([x for x in ev.fins[(f["job"], f["gen"])] if x["result"] == "applied"]) > 1:
+            firsts = [x for x in ev.fins[(f["job"], f["gen"])] if x["result"] == "applied" and "repeat_of" not in x]
+            if len(firsts) > 1 and f is firsts[-1]:
                 V.add("two applied finalizes for one claim", where)
+            first = f.get("repeat_of")
+            if first is not None and (f["status"], f["post_gen"], f["attempts"]) != \
+                    (first["status"], first["post_gen"], first["attempts"]):
+                V.add("a repeated finalize changed the job",
+                      f"{where}: {first['status']}, attempts {first['attempts']} after the first call, "
+                      f"{f['status']}, attempts {f['attempts']} after the repeat")
         elif f["result"] == "stale":
             if f["status"] == "in_flight" and f["post_gen"] == f["gen"]:
                 V.add("finalize refused while holding the job", f"{where}: row still in_flight at that generation")
+            first = next((x for x in ev.fins[(f["job"], f["gen"])] if x["result"] == "applied"
+                          and x["outcome"] == f["outcome"] and "repeat_of" not in x), None)
+            if first is not None and ts(first["at"]) < ts(f["txn_start"]) \
+                    and (f["status"], f["post_gen"]) == (first["status"], first["post_gen"]):
+                V.add("a repeated finalize answered stale",
+                      f"{where}: the claim's {first['outcome']} applied at {fmt_ts(first['at'])} "
+                      f"(call {first['call']}), the row still {first['status']} at that generation")
         else:
             V.add("finalize returned an unknown value", f"{where}: {f['result']!r}")
     for h in ev.db["heartbeats"]:
@@ -810,6 +836,7 @@ def count_outcomes(ev, stats):
     stats["partner_requests"] = len(partner_requests)
     stats["partner_codes"] = collections.Counter(r["code"] for r in partner_requests)
     stats["stale_finalizes"] = sum(1 for f in db["finalizes"] if f["result"] == "stale")
+    stats["repeated_finalizes"] = sum(1 for f in db["finalizes"] if "repeat_of" in f)
     stats["late_stale"] = sum(1 for c in ev.calls if c["kind"] == "finalize" and c.get("late")
                               and c["result"] == "stale")
     stats["failed_direct"] = sum(1 for f in db["finalizes"] if f["result"] == "applied" and f["outcome"] == "failed")

@@ -164,10 +164,21 @@ def _mutations(ctx):
     def _(db, sends, calls, plans, enq):
         _first(applied(db, lambda f: f["outcome"] == "sent"), "applied sent")["status"] = "failed"
 
-    @m("two applied finalizes for one claim", "a second applied finalize for one claim")
+    @m("two applied finalizes for one claim", "a second applied finalize, of another outcome, for one claim")
     def _(db, sends, calls, plans, enq):
         f = _first(applied(db, lambda f: f["status"] in TERMINAL), "terminal finalize")
-        db["finalizes"].append(dict(f, call=f["call"]))
+        db["finalizes"].append(dict(f, outcome="failed" if f["outcome"] == "sent" else "sent"))
+
+    @m("a repeated finalize changed the job", "a repeat of an applied retry found the job at another attempt")
+    def _(db, sends, calls, plans, enq):
+        f = _first(applied(db, lambda f: f["outcome"] == "retry"), "applied retry")
+        db["finalizes"].append(dict(f, attempts=f["attempts"] + 1))
+
+    @m("a repeated finalize answered stale", "a repeat made after the first call committed answered stale")
+    def _(db, sends, calls, plans, enq):
+        f = _first(applied(db, lambda f: f["status"] in TERMINAL), "terminal finalize")
+        later = f["at"] + dt.timedelta(seconds=1)
+        db["finalizes"].append(dict(f, result="stale", txn_start=later, at=later))
 
     @m("finalize refused while holding the job", "a `stale` answer while the row was in_flight at that generation")
     def _(db, sends, calls, plans, enq):

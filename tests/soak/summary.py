@@ -27,7 +27,8 @@ def summary_lines(ctx, stats):
         ("finalizes", f"{g('finalize_calls')} (by sendjobs_finalize_batch: {g('finalize_batched')} in"
                       f" {c['finalize_batch_calls']} calls): applied {g('finalize_applied')}, stale {g('finalize_stale')},"
                       f" unknown {g('finalize_unknown')} (committed {g('finalize_unknown_committed')},"
-                      f" not committed {g('finalize_unknown_not_committed')})"),
+                      f" not committed {g('finalize_unknown_not_committed')}); repeats of an applied one,"
+                      f" answered applied: {g('repeated_finalizes')}"),
         ("stale finalizes refused", f"{g('stale_finalizes')}  (late finalizes after a pause:"
                                     f" stale {c['late_finalize_stale']}, applied {c['late_finalize_applied']};"
                                     f" woken while a newer claim held the job {c['pause_woken_while_reclaimed']})"),
