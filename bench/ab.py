@@ -11,6 +11,12 @@ jobs/s of both arms (median and range over the repetitions) and B/A, and writes 
 bench/results/<name>/report.md, with one CSV row per run (runs.csv), meta.json and the
 scripts that ran (sql/).
 
+With --queue, the claims name one queue (the backlog is in it), every batch size runs
+the batch cycle (a claim may come back short), and jobs/s is the claims counted in the
+database (the sum of claim_generation before and after); with --b-limit, arm B's queue
+gets that flow control (sendjobs_limit(queue, ARGS)): A and B of one build then measure
+what a limit costs, and what a binding one lets through.
+
 Run it inside a cluster (bench/ab.sh does: tests/cluster.py run ... -- python3 bench/ab.py):
 
     python3 bench/ab.py --a-lib DIR --a-version 0.1.0 [--duration 5] [--reps 3]
@@ -45,30 +51,50 @@ SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[],
 """,
 }
 
+# One queue named, claims that may come back short (flow control): the batch cycle for
+# every batch size, an empty claim finalizing nothing.
+QUEUE_CYCLE = {
+    "retry": """SELECT coalesce(array_agg(id), '{{}}') AS ids, coalesce(array_agg(claim_generation), '{{}}') AS generations
+  FROM sendjobs_claim(:batch, '1 minute', '{queue}') \\gset
+SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'retry', NULL, now());
+""",
+    "sent": """SELECT coalesce(array_agg(id), '{{}}') AS ids, coalesce(array_agg(claim_generation), '{{}}') AS generations
+  FROM sendjobs_claim(:batch, '1 minute', '{queue}') \\gset
+SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[], 'sent');
+""",
+}
+CLAIMS_SO_FAR = "SELECT coalesce(sum(claim_generation), 0) FROM send_jobs"
 
-def prepare(db, version, lib_dir, backlog):
+
+def prepare(db, version, lib_dir, backlog, queue):
     psql("postgres", f"CREATE DATABASE {db}")
     if lib_dir:
         psql("postgres", f"ALTER DATABASE {db} SET dynamic_library_path = '{lib_dir}:$libdir'")
     psql(db, f"CREATE EXTENSION sendjobs VERSION '{version}'")
-    top_up(db, backlog)
+    top_up(db, backlog, queue)
 
 
-def top_up(db, backlog):
+def top_up(db, backlog, queue):
     """Finished jobs and their events go; pending jobs are added up to `backlog`."""
     psql(db, common.CLEAR_FINISHED)
-    psql(db, f"INSERT INTO send_jobs (payload, max_attempts, next_attempt_at) "
-             f"SELECT '{{}}', 1000000000, now() - interval '1 hour' "
+    psql(db, f"INSERT INTO send_jobs (payload, queue, max_attempts, next_attempt_at) "
+             f"SELECT '{{}}', '{queue}', 1000000000, now() - interval '1 hour' "
              f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs))")
     psql(db, "VACUUM ANALYZE")
 
 
-def run(db, script, clients, batch, duration):
+def run(db, script, clients, batch, duration, count_claims):
     """(jobs/s, WAL bytes per job) of one pgbench run; the WAL is the whole cluster's
-    during the run (the other arm is idle then)."""
+    during the run (the other arm is idle then). With count_claims, the jobs are the
+    claims the database counted (a claim may come back short), else full batches."""
     before = psql(db, "SELECT pg_current_wal_insert_lsn()", capture=True)
+    claims_before = int(psql(db, CLAIMS_SO_FAR, capture=True)) if count_claims else 0
     r = common.pgbench(db, script, clients, duration, {"batch": batch}, check=True)
     wal = int(psql(db, f"SELECT pg_current_wal_insert_lsn() - '{before}'::pg_lsn", capture=True))
+    if count_claims:
+        jobs = int(psql(db, CLAIMS_SO_FAR, capture=True)) - claims_before
+        seconds = r["cycles"] / r["tps"] if r["tps"] else duration
+        return jobs / seconds, wal / max(1, jobs)
     return r["tps"] * batch, wal / max(1, r["cycles"] * batch)
 
 
@@ -87,6 +113,10 @@ def main(argv):
     p.add_argument("--outcome", choices=["retry", "sent"], default="retry",
                    help="retry: jobs go back to pending (a constant backlog); sent: every job "
                         "finishes with its event, and the backlog is topped up before each run")
+    p.add_argument("--queue", default=None,
+                   help="claim from this queue by name (the batch cycle for every batch, jobs counted in the database)")
+    p.add_argument("--b-limit", default=None, metavar="ARGS",
+                   help="arm B's queue gets sendjobs_limit(queue, ARGS), e.g. \"max_in_flight => 4\" (needs --queue)")
     p.add_argument("--seed", type=int, default=1)
     common.add_name_argument(p, "ab")
     p.add_argument("--command", default="bash bench/ab.sh", help=argparse.SUPPRESS)
@@ -97,10 +127,19 @@ def main(argv):
     meta = common.run_meta(a.command)
     meta.update(a_version=a.a_version, a_lib=a.a_lib, b_version=b_version)
     common.write_meta(folder, meta)
-    prepare("arm_a", a.a_version, a.a_lib, a.backlog)
-    prepare("arm_b", b_version, None, a.backlog)
-    scripts = {name: common.write_script(folder, f"{name}_{outcome}.sql", text)
-               for (name, outcome), text in CYCLE.items() if outcome == a.outcome}
+    if a.b_limit and not a.queue:
+        p.error("--b-limit needs --queue")
+    queue = a.queue or "default"
+    prepare("arm_a", a.a_version, a.a_lib, a.backlog, queue)
+    prepare("arm_b", b_version, None, a.backlog, queue)
+    if a.b_limit:
+        psql("arm_b", f"SELECT sendjobs_limit('{queue}', {a.b_limit})")
+    if a.queue:
+        script = common.write_script(folder, f"queue_{a.outcome}.sql", QUEUE_CYCLE[a.outcome].format(queue=queue))
+        scripts = {"one": script, "batch": script}
+    else:
+        scripts = {name: common.write_script(folder, f"{name}_{outcome}.sql", text)
+                   for (name, outcome), text in CYCLE.items() if outcome == a.outcome}
     runs = open(folder / "runs.csv", "w", newline="")
     out = csv.writer(runs)
     out.writerow(["rep", "clients", "batch", "arm", "jobs_s", "wal_per_job"])
@@ -114,20 +153,22 @@ def main(argv):
             rng.shuffle(arms)
             for arm in arms:
                 script = scripts["one" if batch == 1 else "batch"]
-                jobs_s, wal_per_job = run(arm, script, clients, batch, a.duration)
+                jobs_s, wal_per_job = run(arm, script, clients, batch, a.duration, bool(a.queue))
                 results[((clients, batch), arm)].append(jobs_s)
                 wal[((clients, batch), arm)].append(wal_per_job)
                 out.writerow([rep + 1, clients, batch, arm, round(jobs_s, 1), round(wal_per_job)])
                 runs.flush()
                 # the next run starts from the same footing
                 if a.outcome == "sent":
-                    top_up(arm, a.backlog)
+                    top_up(arm, a.backlog, queue)
                 else:
                     psql(arm, "VACUUM send_jobs")
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
     runs.close()
     lines = ["# A/B of two builds", ""] + common.header_lines(meta) + [
-        "", f"A = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs, "
+        "", f"A = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs"
+            + (f" in queue {queue} (claimed by name)" if a.queue else "")
+            + (f"; arm B's queue limited: sendjobs_limit({queue!r}, {a.b_limit})" if a.b_limit else "") + ", "
             f"{a.duration} s runs, {a.reps} repetitions, interleaved", "",
         "| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A | A WAL B/job | B WAL B/job |",
         "|---|---|---|---|---|---|---|"]

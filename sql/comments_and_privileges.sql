@@ -24,7 +24,7 @@ COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name,
 COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
     'Removes the transaction link: finalizes stop stamping business rows.';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
-    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_cancel(bigint) IS
     'Cancels a job: applied when it was pending or in_flight (now cancelled, terminal, with one cancelled event; its holder''s finalize and heartbeat get stale), stale when it had already finished. The business row is not stamped.';
 COMMENT ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) IS
@@ -33,8 +33,16 @@ COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
     'Deletes up to batch finished jobs (sent, failed, cancelled; each its own event) that finished more than older_than ago, but none a consumer of the outbox has not passed, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
 COMMENT ON FUNCTION @extschema@.sendjobs_notify(text, boolean) IS
     'Turns wake-ups for a queue on or off: while on, a transaction that enqueues into it sends one NOTIFY sendjobs_wakeup, payload the queue name, at commit.';
+COMMENT ON FUNCTION @extschema@.sendjobs_pause(text) IS
+    'Pauses a queue: from the commit on, no claim hands out its jobs (jobs in flight finish as usual). sendjobs_resume ends it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_resume(text) IS
+    'Resumes a paused queue, and wakes its workers at the commit (NOTIFY sendjobs_wakeup, payload the queue name).';
+COMMENT ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) IS
+    'Sets a queue''s limits, replacing its earlier ones, enforced by every claim: at most max_in_flight of its jobs under an unexpired lease at once; at most rate claims a second with bursts of burst (a token bucket on the database clock; burst defaults to one second''s worth). NULL: no such limit; sendjobs_limit(queue) lifts both. A claim beyond them gets fewer rows, not an error.';
+COMMENT ON FUNCTION @extschema@.sendjobs_queue_limits(text) IS
+    'The flow control of a queue (NULL: of every queue that has some): paused, max_in_flight and in_flight, rate, burst and tokens, and whether a claim would be limited now (limited: paused, max_in_flight or rate; NULL when not) and when that may lift by itself (retry_after). A worker whose claim came back short asks it to tell limited from empty.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
-    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions).';
+    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
 COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) IS
     'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). sendjobs_purge keeps an event until every consumer has passed it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_drop_consumer(text) IS
@@ -146,9 +154,16 @@ COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.linked_by IS 'The role t
 
 -- sendjobs_queues
 COMMENT ON TABLE @extschema@.sendjobs_queues IS
-    'sendjobs: per-queue settings (written by sendjobs_notify); a queue without a row has the defaults.';
+    'sendjobs: per-queue settings (written by sendjobs_notify, sendjobs_pause, sendjobs_resume and sendjobs_limit); a queue without a row has the defaults: no wake-ups, no limit.';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.queue IS 'The queue.';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.notify IS 'Whether an enqueue into it sends NOTIFY sendjobs_wakeup (once per transaction).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.paused IS 'Whether claims hand out none of its jobs (sendjobs_pause, sendjobs_resume).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.max_in_flight IS 'The most of its jobs under an unexpired lease at once (sendjobs_limit), or NULL.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.rate IS 'The most claims of its jobs a second, on average (sendjobs_limit), or NULL.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.burst IS 'The most claims at once the rate allows after a quiet time: the token bucket''s size.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens IS 'The token bucket: the claims left at tokens_at (refilled at rate a second up to burst).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was counted (the claims'' clock).';
+COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
 
 -- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer) FROM PUBLIC;
@@ -167,6 +182,10 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_purge(interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_notify(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_stats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_pause(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_resume(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_queue_limits(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;

@@ -184,10 +184,27 @@ CREATE TABLE @extschema@.sendjobs_transaction_link (
     linked_by     regrole  NOT NULL
 );
 
--- Per-queue settings (sendjobs_notify). A queue without a row has every default.
+-- Per-queue settings (sendjobs_notify; the flow control of sendjobs_pause, sendjobs_resume
+-- and sendjobs_limit: docs/decisions/0013-flow-control-in-the-claim.md). A queue without
+-- a row has every default: no wake-ups, no limit.
 CREATE TABLE @extschema@.sendjobs_queues (
-    queue  text    PRIMARY KEY,
-    notify boolean NOT NULL
+    queue         text    PRIMARY KEY,
+    notify        boolean NOT NULL DEFAULT false,
+    paused        boolean NOT NULL DEFAULT false,
+    max_in_flight integer,
+    rate          float8,
+    burst         integer,
+    -- The rate's token bucket: tokens left at tokens_at (the claims' clock), refilled at
+    -- rate a second up to burst by the next claim that reads it.
+    tokens        float8,
+    tokens_at     timestamptz,
+    CONSTRAINT sendjobs_queues_limits_check CHECK (
+        (max_in_flight IS NULL OR max_in_flight >= 1)
+        AND (rate IS NULL) = (burst IS NULL)
+        AND (rate IS NULL) = (tokens IS NULL)
+        AND (rate IS NULL) = (tokens_at IS NULL)
+        AND (rate IS NULL OR rate > 0 AND rate <= 1000000 AND burst >= 1)
+    )
 );
 
 -- Keep user rows across pg_dump / restore.

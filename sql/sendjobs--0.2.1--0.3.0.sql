@@ -8,6 +8,11 @@
 --  * Consumers of the outbox (sendjobs_create_consumer, sendjobs_drop_consumer,
 --    sendjobs_read_events) and the access level relay; sendjobs_purge keeps what a
 --    consumer has not passed.
+--  * Answers that say what happened: sendjobs_finalize_batch's new columns, the finished
+--    row's outcome (docs/decisions/0012-answers-that-say-what-happened.md).
+--  * Flow control per queue: sendjobs_pause, sendjobs_resume, sendjobs_limit,
+--    sendjobs_queue_limits, and their settings in sendjobs_queues
+--    (docs/decisions/0013-flow-control-in-the-claim.md).
 -- Locks: send_jobs_finished is rewritten by no statement here, but its new indexes are
 -- built under a lock that holds finishes back for as long as the builds take.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.3.0'" to load this file. \quit
@@ -76,24 +81,123 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM 
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
 
--- sendjobs_finalize_batch answers with more columns (what the job became, its attempts,
--- whether the call was a repeat: decision 0012): a new result type, so the function is
--- made again, and the roles that could call it (worker, admin) may call the new one. A
--- caller that names the columns it reads (id, result) is unaffected; a statement that
--- prepared SELECT * before the update is re-planned with the new columns.
+-- Flow control: the settings of each queue (a queue keeps its wake-up setting), and the
+-- functions that set and show them. The roles that may claim or read the stats (worker,
+-- monitor, admin) may ask a queue's limits; the admins (EXECUTE on sendjobs_purge) may
+-- set them.
+ALTER TABLE @extschema@.sendjobs_queues
+    ALTER COLUMN notify SET DEFAULT false,
+    ADD COLUMN paused        boolean NOT NULL DEFAULT false,
+    ADD COLUMN max_in_flight integer,
+    ADD COLUMN rate          float8,
+    ADD COLUMN burst         integer,
+    ADD COLUMN tokens        float8,
+    ADD COLUMN tokens_at     timestamptz,
+    ADD CONSTRAINT sendjobs_queues_limits_check CHECK (
+        (max_in_flight IS NULL OR max_in_flight OPERATOR(pg_catalog.>=) 1)
+        AND (rate IS NULL) OPERATOR(pg_catalog.=) (burst IS NULL)
+        AND (rate IS NULL) OPERATOR(pg_catalog.=) (tokens IS NULL)
+        AND (rate IS NULL) OPERATOR(pg_catalog.=) (tokens_at IS NULL)
+        AND (rate IS NULL OR rate OPERATOR(pg_catalog.>) 0::pg_catalog.float8
+             AND rate OPERATOR(pg_catalog.<=) 1000000::pg_catalog.float8
+             AND burst OPERATOR(pg_catalog.>=) 1)
+    );
+CREATE FUNCTION @extschema@."sendjobs_pause"(
+	"queue" TEXT
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_pause_wrapper';
+CREATE FUNCTION @extschema@."sendjobs_resume"(
+	"queue" TEXT
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_resume_wrapper';
+CREATE FUNCTION @extschema@."sendjobs_limit"(
+	"queue" TEXT,
+	"max_in_flight" INT DEFAULT NULL,
+	"rate" double precision DEFAULT NULL,
+	"burst" INT DEFAULT NULL
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_limit_wrapper';
+CREATE FUNCTION @extschema@."sendjobs_queue_limits"(
+	"queue" TEXT DEFAULT NULL
+) RETURNS TABLE (
+	"queue" TEXT,
+	"paused" bool,
+	"max_in_flight" INT,
+	"in_flight" bigint,
+	"rate" double precision,
+	"burst" INT,
+	"tokens" double precision,
+	"limited" TEXT,
+	"retry_after" interval
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_queue_limits_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_pause(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_resume(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_queue_limits(text) FROM PUBLIC;
 DO $$
 DECLARE
-    callers pg_catalog.regrole[];
+    holder record;
+BEGIN
+    -- The roles granted EXECUTE directly (as sendjobs_grant does), not their members.
+    FOR holder IN SELECT acl.grantee::pg_catalog.regrole AS name,
+                         pg_catalog.bool_or(p.oid OPERATOR(pg_catalog.=)
+                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure::pg_catalog.oid) AS admin
+                    FROM pg_catalog.pg_proc AS p,
+                         LATERAL pg_catalog.aclexplode(p.proacl) AS acl
+                   WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
+                             '@extschema@.sendjobs_claim(integer, interval, text)'::pg_catalog.regprocedure,
+                             '@extschema@.sendjobs_stats()'::pg_catalog.regprocedure,
+                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+                     AND acl.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text
+                     AND acl.grantee OPERATOR(pg_catalog.<>) p.proowner
+                     AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
+                   GROUP BY acl.grantee
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_queue_limits(text) TO %s', holder.name);
+        IF holder.admin THEN
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_pause(text), @extschema@.sendjobs_resume(text), @extschema@.sendjobs_limit(text, integer, double precision, integer) TO %s',
+                                      holder.name);
+        END IF;
+    END LOOP;
+END $$;
+
+-- Two functions answer with more columns: sendjobs_finalize_batch (what the job became,
+-- its attempts, whether the call was a repeat: decision 0012) and sendjobs_stats (each
+-- queue's flow control: decision 0013). A new result type, so each is made again, and
+-- the roles that could call it (worker and admin; monitor and admin) may call the new
+-- one. A caller that names the columns it reads is unaffected; a statement that prepared
+-- SELECT * before the update fails once re-planned with the new columns (0A000).
+DO $$
+DECLARE
+    batch_callers pg_catalog.regrole[];
+    stats_callers pg_catalog.regrole[];
     caller pg_catalog.regrole;
 BEGIN
-    SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole) INTO callers
+    -- The roles granted EXECUTE directly (as sendjobs_grant does), not their members.
+    SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole)
+             FILTER (WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)'::pg_catalog.regprocedure::pg_catalog.oid),
+           pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole)
+             FILTER (WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.sendjobs_stats()'::pg_catalog.regprocedure::pg_catalog.oid)
+      INTO batch_callers, stats_callers
       FROM pg_catalog.pg_proc AS p,
            LATERAL pg_catalog.aclexplode(p.proacl) AS acl
-     WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)'::pg_catalog.regprocedure::pg_catalog.oid
+     WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
+               '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)'::pg_catalog.regprocedure,
+               '@extschema@.sendjobs_stats()'::pg_catalog.regprocedure]::pg_catalog.oid[])
        AND acl.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text
        AND acl.grantee OPERATOR(pg_catalog.<>) p.proowner
        AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
     DROP FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz);
+    DROP FUNCTION @extschema@.sendjobs_stats();
     CREATE FUNCTION @extschema@."sendjobs_finalize_batch"(
         "ids" bigint[],
         "generations" bigint[],
@@ -110,10 +214,37 @@ BEGIN
     VOLATILE PARALLEL UNSAFE
     LANGUAGE c
     AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_finalize_batch_wrapper';
+    CREATE FUNCTION @extschema@."sendjobs_stats"() RETURNS TABLE (
+        "queue" TEXT,
+        "ready" bigint,
+        "scheduled" bigint,
+        "in_flight" bigint,
+        "expired" bigint,
+        "at_last_attempt" bigint,
+        "oldest_ready_age" interval,
+        "sent_5m" bigint,
+        "failed_5m" bigint,
+        "cancelled_5m" bigint,
+        "estimated" bool,
+        "dead_tuples" bigint,
+        "oldest_xmin_age" interval,
+        "oldest_xmin_xids" bigint,
+        "paused" bool,
+        "max_in_flight" INT,
+        "rate" double precision,
+        "tokens" double precision
+    )
+    STRICT VOLATILE PARALLEL UNSAFE
+    LANGUAGE c
+    AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_stats_wrapper';
     REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) FROM PUBLIC;
-    FOREACH caller IN ARRAY coalesce(callers, '{}') LOOP
+    REVOKE ALL ON FUNCTION @extschema@.sendjobs_stats() FROM PUBLIC;
+    FOREACH caller IN ARRAY coalesce(batch_callers, '{}') LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) TO %s',
                                   caller);
+    END LOOP;
+    FOREACH caller IN ARRAY coalesce(stats_callers, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_stats() TO %s', caller);
     END LOOP;
 END $$;
 
@@ -214,8 +345,27 @@ COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, ti
     'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, or when this claim was already finalized with this outcome (a repeat, say after a lost answer: nothing changes again); else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
     'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id, applied or stale, the job''s status and attempts after the call (sent, failed, or pending: retried), and repeated (the claim had already been finalized so; nothing changed).';
+COMMENT ON FUNCTION @extschema@.sendjobs_pause(text) IS
+    'Pauses a queue: from the commit on, no claim hands out its jobs (jobs in flight finish as usual). sendjobs_resume ends it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_resume(text) IS
+    'Resumes a paused queue, and wakes its workers at the commit (NOTIFY sendjobs_wakeup, payload the queue name).';
+COMMENT ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) IS
+    'Sets a queue''s limits, replacing its earlier ones, enforced by every claim: at most max_in_flight of its jobs under an unexpired lease at once; at most rate claims a second with bursts of burst (a token bucket on the database clock; burst defaults to one second''s worth). NULL: no such limit; sendjobs_limit(queue) lifts both. A claim beyond them gets fewer rows, not an error.';
+COMMENT ON FUNCTION @extschema@.sendjobs_queue_limits(text) IS
+    'The flow control of a queue (NULL: of every queue that has some): paused, max_in_flight and in_flight, rate, burst and tokens, and whether a claim would be limited now (limited: paused, max_in_flight or rate; NULL when not) and when that may lift by itself (retry_after). A worker whose claim came back short asks it to tell limited from empty.';
+COMMENT ON TABLE @extschema@.sendjobs_queues IS
+    'sendjobs: per-queue settings (written by sendjobs_notify, sendjobs_pause, sendjobs_resume and sendjobs_limit); a queue without a row has the defaults: no wake-ups, no limit.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.paused IS 'Whether claims hand out none of its jobs (sendjobs_pause, sendjobs_resume).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.max_in_flight IS 'The most of its jobs under an unexpired lease at once (sendjobs_limit), or NULL.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.rate IS 'The most claims of its jobs a second, on average (sendjobs_limit), or NULL.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.burst IS 'The most claims at once the rate allows after a quiet time: the token bucket''s size.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens IS 'The token bucket: the claims left at tokens_at (refilled at rate a second up to burst).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was counted (the claims'' clock).';
+COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
+COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
+    'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
-    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch), monitor (sendjobs_stats; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
     'Deletes up to batch finished jobs (sent, failed, cancelled; each its own event) that finished more than older_than ago, but none a consumer of the outbox has not passed, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
 COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) IS

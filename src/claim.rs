@@ -9,6 +9,8 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::fence::lease_or_default;
+use crate::flow::{self, Lock};
+use crate::spi_plans::Planning;
 use crate::stamp::{Stamp, TransactionLink};
 use crate::statements::{statement, Statement};
 use crate::subtransaction::try_step;
@@ -18,6 +20,11 @@ use crate::wakeup;
 // under a generic plan (sql/statements/claim.sql).
 pub(crate) static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
 static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
+// Every queue but those with flow control; one queue with flow control, its settings
+// locked by this claim (src/flow.rs).
+pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
+static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
+static LIMITED_QUEUES: Statement = statement!("limited_queues.sql");
 static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease
@@ -52,41 +59,134 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         };
         let batch = usize::try_from(batch).unwrap_or(1);
         let mut claimed = Vec::with_capacity(batch);
-        // Jobs that gave up took places in the batch: claim again for those places, until
-        // a round gives up on nothing. Each round finishes the jobs it gave up on, so the
-        // loop ends.
-        loop {
-            let wanted = (batch - claimed.len()) as i64;
-            let rows = claim.run(
+        let mut round = Round {
+            claim,
+            queue,
+            other_than: None,
+            planning: Planning::Generic,
+        };
+        if !claim_rounds(client, &round, batch, now, lease, &mut claimed)? {
+            return Ok(claimed);
+        }
+        // Flow control is in use where this claim would take from (claim.sql): the
+        // queues without it first, then from each queue with it what its settings
+        // allow, under its lock. A claim from one queue waits for that queue's lock; a
+        // claim from any queue locks them in name order, skipping one that another claim
+        // holds (so two such claims never wait on each other).
+        let (queues, lock) = match queue {
+            Some(queue) => (vec![queue.to_owned()], Lock::Wait),
+            None => {
+                let queues: Vec<String> = LIMITED_QUEUES
+                    .run(client, &[])?
+                    .map(|row| row.get_by_name::<String, _>("queue"))
+                    .collect::<std::result::Result<Vec<_>, _>>()?
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                round = Round {
+                    claim: &CLAIM_OTHER_QUEUES,
+                    queue: None,
+                    other_than: Some(queues.clone()),
+                    planning: Planning::ForTheValues,
+                };
+                claim_rounds(client, &round, batch, now, lease, &mut claimed)?;
+                (queues, Lock::Skip)
+            }
+        };
+        for queue in queues {
+            let wanted = batch - claimed.len();
+            if wanted == 0 {
+                break;
+            }
+            let Some(allowance) = flow::allowance(client, &queue, wanted, now, lock)? else {
+                continue;
+            };
+            if allowance.jobs == 0 {
+                continue;
+            }
+            let before = claimed.len();
+            let round = Round {
+                claim: &CLAIM_LIMITED_QUEUE,
+                queue: Some(&queue),
+                other_than: None,
+                planning: Planning::Generic,
+            };
+            claim_rounds(
                 client,
-                &[now.into(), wanted.into(), lease.into(), queue.into()],
+                &round,
+                before + allowance.jobs,
+                now,
+                lease,
+                &mut claimed,
             )?;
-            let mut gave_up = Vec::new();
-            for row in rows {
-                if row.get_by_name::<bool, _>("gave_up")? == Some(true) {
-                    gave_up.push((
-                        row.get_by_name::<i64, _>("id")?,
-                        row.get_by_name::<String, _>("transaction_id")?,
-                    ));
-                    continue;
-                }
-                claimed.push(
-                    row.get_by_name::<Job, _>("job")?.ok_or_else(|| {
-                        SendJobsError::Internal("claim returned a NULL row".into())
-                    })?,
-                );
-            }
-            if gave_up.is_empty() {
-                break;
-            }
-            stamp_gave_up(client, &gave_up)?;
-            wakeup::after_finish(client, None)?;
-            if claimed.len() == batch {
-                break;
-            }
+            flow::spend(client, &queue, &allowance, claimed.len() - before)?;
         }
         Ok(claimed)
     })
+}
+
+/// One variant of the claim statement with what it claims from (claim.sql).
+struct Round<'a> {
+    claim: &'a Statement,
+    queue: Option<&'a str>,
+    other_than: Option<Vec<String>>,
+    planning: Planning,
+}
+
+/// Runs a round's claim until `claimed` holds `batch` jobs or a round gives up on
+/// nothing: jobs that gave up took places in a round, so the next one claims again for
+/// those places. Each round finishes the jobs it gave up on, so the loop ends. Returns
+/// whether the statement found flow control in use and claimed nothing (its `limited`
+/// row).
+fn claim_rounds(
+    client: &mut SpiClient<'_>,
+    round: &Round<'_>,
+    batch: usize,
+    now: TimestampWithTimeZone,
+    lease: Interval,
+    claimed: &mut Vec<Job>,
+) -> Result<bool> {
+    let mut limited = false;
+    loop {
+        let wanted = (batch - claimed.len()) as i64;
+        let rows = round.claim.run_planned(
+            client,
+            &[
+                now.into(),
+                wanted.into(),
+                lease.into(),
+                round.queue.into(),
+                round.other_than.clone().into(),
+            ],
+            round.planning,
+        )?;
+        let mut gave_up = Vec::new();
+        for row in rows {
+            if row.get_by_name::<bool, _>("limited")? == Some(true) {
+                limited = true;
+                continue;
+            }
+            if row.get_by_name::<bool, _>("gave_up")? == Some(true) {
+                gave_up.push((
+                    row.get_by_name::<i64, _>("id")?,
+                    row.get_by_name::<String, _>("transaction_id")?,
+                ));
+                continue;
+            }
+            claimed.push(
+                row.get_by_name::<Job, _>("job")?
+                    .ok_or_else(|| SendJobsError::Internal("claim returned a NULL row".into()))?,
+            );
+        }
+        if gave_up.is_empty() {
+            return Ok(limited);
+        }
+        stamp_gave_up(client, &gave_up)?;
+        wakeup::after_finish(client, None)?;
+        if claimed.len() == batch {
+            return Ok(limited);
+        }
+    }
 }
 
 /// Stamps the business rows of jobs that gave up as failed, each in a subtransaction: a

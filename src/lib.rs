@@ -16,6 +16,7 @@ mod enqueue;
 mod errors;
 mod fence;
 mod finalize;
+mod flow;
 mod guard;
 mod job_state;
 mod link;

@@ -25,6 +25,10 @@ type Row = (
     i64,
     Option<Interval>,
     Option<i64>,
+    bool,
+    Option<i32>,
+    Option<f64>,
+    Option<f64>,
 );
 
 /// One row per queue that has unfinished jobs or events in the last 5 minutes: jobs
@@ -33,7 +37,8 @@ type Row = (
 /// in the last 5 minutes; whether any of those counts is an estimate (exact up to
 /// 10,000, sql/statements/stats.sql); and, the same on every row, send_jobs' dead tuples
 /// and the oldest transaction holding back vacuum (its age, and its xmin's age in
-/// transactions).
+/// transactions); the queue's flow control: paused, its cap on jobs in flight (in use:
+/// `in_flight`), its rate and the tokens its bucket holds now (sendjobs_limit).
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
 fn sendjobs_stats() -> TableIterator<
@@ -53,6 +58,10 @@ fn sendjobs_stats() -> TableIterator<
         name!(dead_tuples, i64),
         name!(oldest_xmin_age, Option<Interval>),
         name!(oldest_xmin_xids, Option<i64>),
+        name!(paused, bool),
+        name!(max_in_flight, Option<i32>),
+        name!(rate, Option<f64>),
+        name!(tokens, Option<f64>),
     ),
 > {
     TableIterator::new(or_raise(stats()))
@@ -81,6 +90,10 @@ fn stats() -> Result<Vec<Row>> {
                 count(&row, "dead_tuples")?,
                 row.get_by_name::<Interval, _>("oldest_xmin_age")?,
                 row.get_by_name::<i64, _>("oldest_xmin_xids")?,
+                row.get_by_name::<bool, _>("paused")?.unwrap_or(false),
+                row.get_by_name::<i32, _>("max_in_flight")?,
+                row.get_by_name::<f64, _>("rate")?,
+                row.get_by_name::<f64, _>("tokens")?,
             ))
         })
         .collect()

@@ -14,8 +14,10 @@ SELECT level.privilege
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_heartbeat(bigint, bigint, interval)'),
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_finalize(bigint, bigint, text, text, timestamptz)'),
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)'),
+    ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     -- monitor: the stats, and reading the queue and the outbox, payloads excluded
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
+    ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of) ON TABLE {schema}.send_jobs'),
     ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers'),
     -- relay: reading the outbox for a consumer (which moves its position)
@@ -37,6 +39,10 @@ SELECT level.privilege
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_purge(interval, integer)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_notify(text, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_pause(text)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_resume(text)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_limit(text, integer, double precision, integer)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_create_consumer(text, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_drop_consumer(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),

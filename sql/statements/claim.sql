@@ -1,13 +1,24 @@
---- params: now timestamptz, batch int8, lease interval, queue text
---- columns: job, gave_up, id, transaction_id, next_attempt_at
+--- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
+--- columns: job, gave_up, id, transaction_id, next_attempt_at, limited
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
 -- finalize could never apply, on every attempt); it moves to send_jobs_finished. Such rows
 -- come back with gave_up (and no job), and src/claim.rs stamps their business rows and
 -- claims again for the places they took.
--- Two variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
+-- Variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
 -- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
+-- Flow control (docs/decisions/0013-flow-control-in-the-claim.md): any_queue and
+-- one_queue claim only while no queue they would take from has any (paused,
+-- max_in_flight, rate: "limited", found in the few rows of sendjobs_queues once per
+-- statement). That test is a one-time filter, so the scans and their plans are what they
+-- were without flow control; when it fails they claim nothing and say so with a last row
+-- whose "limited" is true. src/claim.rs then claims with the two other variants:
+-- other_queues ($4 NULL), from every queue but those in $5, planned for the values (a
+-- generic plan would guess the share of rows "queue <> ALL ($5)" keeps, and with one
+-- queue in the table guessed none: it sorted the whole backlog); and limited_queue, from
+-- queue $4, whose settings row the caller holds locked and whose allowance it passes as
+-- $2 (src/flow.rs). $5 is unused by the others.
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -27,12 +38,31 @@
 -- "claimed_at < $1": a claim made at this instant is never reclaimed at this instant
 -- (a lease of 0 expires at once), so the rounds src/claim.rs runs after jobs gave up
 -- cannot take back, or give up on, what an earlier round of the same call claimed.
-WITH pending AS MATERIALIZED (
+WITH
+--- variant any_queue
+limited AS MATERIALIZED (
+    SELECT queue FROM @extschema@.sendjobs_queues
+     WHERE paused OR max_in_flight IS NOT NULL OR rate IS NOT NULL
+),
+--- variant one_queue
+limited AS MATERIALIZED (
+    SELECT queue FROM @extschema@.sendjobs_queues
+     WHERE queue = $4 AND (paused OR max_in_flight IS NOT NULL OR rate IS NOT NULL)
+),
+--- end
+pending AS MATERIALIZED (
     SELECT id, next_attempt_at FROM ONLY @extschema@.send_jobs
      WHERE status = 'pending' AND next_attempt_at <= $1
 --- variant any_queue
        AND $4::text IS NULL
+       AND NOT EXISTS (SELECT FROM limited)
 --- variant one_queue
+       AND queue = $4
+       AND NOT EXISTS (SELECT FROM limited)
+--- variant other_queues
+       AND $4::text IS NULL
+       AND queue <> ALL ($5)
+--- variant limited_queue
        AND queue = $4
 --- end
      ORDER BY next_attempt_at, id
@@ -46,7 +76,14 @@ expired AS MATERIALIZED (
        AND claimed_at < $1
 --- variant any_queue
        AND $4::text IS NULL
+       AND NOT EXISTS (SELECT FROM limited)
 --- variant one_queue
+       AND queue = $4
+       AND NOT EXISTS (SELECT FROM limited)
+--- variant other_queues
+       AND $4::text IS NULL
+       AND queue <> ALL ($5)
+--- variant limited_queue
        AND queue = $4
 --- end
      ORDER BY next_attempt_at, id
@@ -92,7 +129,14 @@ gave_up AS (
       FROM leaving
  RETURNING id, transaction_id, next_attempt_at
 )
-SELECT job, false AS gave_up, id, transaction_id, next_attempt_at FROM claimed
+SELECT job, false AS gave_up, id, transaction_id, next_attempt_at, false AS limited FROM claimed
 UNION ALL
-SELECT NULL, true, id, transaction_id, next_attempt_at FROM gave_up
+SELECT NULL, true, id, transaction_id, next_attempt_at, false FROM gave_up
+--- variant any_queue
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, true WHERE EXISTS (SELECT FROM limited)
+--- variant one_queue
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, true WHERE EXISTS (SELECT FROM limited)
+--- end
 ORDER BY next_attempt_at, id

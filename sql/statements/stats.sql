@@ -1,5 +1,5 @@
 --- params: now timestamptz, send_jobs oid
---- columns: queue, ready, scheduled, in_flight, expired, at_last_attempt, oldest_ready_age, sent_5m, failed_5m, cancelled_5m, estimated, dead_tuples, oldest_xmin_age, oldest_xmin_xids
+--- columns: queue, ready, scheduled, in_flight, expired, at_last_attempt, oldest_ready_age, sent_5m, failed_5m, cancelled_5m, estimated, dead_tuples, oldest_xmin_age, oldest_xmin_xids, paused, max_in_flight, rate, tokens
 -- sendjobs_stats (src/stats.rs): one row per queue with unfinished jobs or events in the
 -- last 5 minutes; $1 now, $2 send_jobs (its oid). Its cost is bounded whatever the
 -- backlog and the throughput (docs/decisions/0010-stats-exact-up-to-10000.md; the plan is checked by
@@ -258,8 +258,13 @@ SELECT q.queue,
        coalesce(f.sent, 0) AS sent_5m, coalesce(f.failed, 0) AS failed_5m,
        coalesce(f.cancelled, 0) AS cancelled_5m,
        coalesce(p.estimated, false) OR NOT coalesce(w.exact, true) AS estimated,
-       v.dead_tuples, v.oldest_xmin_age, v.oldest_xmin_xids
+       v.dead_tuples, v.oldest_xmin_age, v.oldest_xmin_xids,
+       -- Flow control (src/flow.rs): the cap's use is in_flight; the bucket's tokens as
+       -- the next claim would find them (refilled since its last claim).
+       coalesce(s.paused, false) AS paused, s.max_in_flight, s.rate,
+       least(s.burst, s.tokens + s.rate * greatest(0, pg_catalog.date_part('epoch', $1 - s.tokens_at))) AS tokens
   FROM (SELECT queue FROM pending UNION SELECT queue FROM held UNION SELECT queue FROM finished) AS q
+  LEFT JOIN @extschema@.sendjobs_queues AS s ON s.queue = q.queue
   LEFT JOIN pending AS p ON p.queue = q.queue
   LEFT JOIN held AS h ON h.queue = q.queue
   LEFT JOIN finished AS f ON f.queue = q.queue

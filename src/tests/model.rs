@@ -151,6 +151,10 @@ mod tests {
         business: HashMap<String, &'static str>,
         /// failed job -> the job that redrove it
         redriven: HashMap<i64, i64>,
+        /// job -> the claim (generation) and outcome of its last applied finalize: the
+        /// same finalize made again is a repeat, applied again and changing nothing,
+        /// while the job is still as it left it (decision 0012)
+        finalized: HashMap<i64, (i64, &'static str)>,
     }
 
     fn is_terminal(status: &str) -> bool {
@@ -246,6 +250,7 @@ mod tests {
             self.jobs.retain(|job| !gone.contains(&job.id));
             self.keys.retain(|_, id| !gone.contains(id));
             self.redriven.retain(|failed, _| !gone.contains(failed));
+            self.finalized.retain(|id, _| !gone.contains(id));
             gone.len() as i64
         }
 
@@ -256,10 +261,16 @@ mod tests {
             outcome: &'static str,
             retry_at: RetryAt,
         ) -> &'static str {
+            let last = self.finalized.get(&id).copied();
             let job = self.job_mut(id);
             if job.status != "in_flight" || job.generation != generation {
-                return "stale";
+                let repeat = job.generation == generation
+                    && last == Some((generation, outcome))
+                    && matches!(job.status, "sent" | "failed" | "pending");
+                return if repeat { "applied" } else { "stale" };
             }
+            self.finalized.insert(id, (generation, outcome));
+            let job = self.job_mut(id);
             job.lease_expired = false;
             let status = match outcome {
                 "retry" if job.attempts < job.max_attempts => "pending",

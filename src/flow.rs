@@ -1,0 +1,266 @@
+//! Flow control per queue, enforced by sendjobs_claim itself: pause and resume, a cap on
+//! the jobs in flight, a rate of claims with bursts
+//! (docs/decisions/0013-flow-control-in-the-claim.md). The settings live in
+//! sendjobs_queues; a claim from a queue that has any takes that queue's row lock, so the
+//! claims of such a queue take turns, and claims no more than its settings allow.
+
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+
+use crate::clock::wall_clock;
+use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
+use crate::statements::{first, statement, Statement};
+
+static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");
+static QUEUE_LIMIT_SAVE: Statement = statement!("queue_limit_save.sql");
+static QUEUE_LIMITS: Statement = statement!("queue_limits.sql");
+static QUEUE_LOCK_WAIT: Statement = statement!("queue_lock.sql", "wait");
+static QUEUE_LOCK_SKIP: Statement = statement!("queue_lock.sql", "skip");
+static QUEUE_IN_FLIGHT: Statement = statement!("queue_in_flight.sql");
+static QUEUE_TOKENS_SAVE: Statement = statement!("queue_tokens_save.sql");
+static WAKEUP: Statement = statement!("wakeup.sql");
+
+/// The most claims a second a rate may allow (the CHECK of sendjobs_queues agrees).
+const MAX_RATE: f64 = 1_000_000.0;
+
+/// Pauses `queue`: from the commit on, no claim hands out its jobs; jobs in flight finish
+/// as usual.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_pause(queue: Option<&str>) {
+    or_raise(set_paused(queue, true))
+}
+
+/// Resumes `queue`, and wakes its workers (`NOTIFY sendjobs_wakeup`, the queue's name as
+/// payload) at the commit.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_resume(queue: Option<&str>) {
+    or_raise(set_paused(queue, false))
+}
+
+fn set_paused(queue: Option<&str>, paused: bool) -> Result<()> {
+    let queue = queue_name(required(queue, "queue")?)?;
+    Spi::connect_mut(|client| {
+        QUEUE_PAUSE_SAVE.run(client, &[queue.into(), paused.into()])?;
+        if !paused {
+            WAKEUP.run(client, &[queue.into()])?;
+        }
+        Ok(())
+    })
+}
+
+/// Sets `queue`'s limits, replacing its earlier ones: at most `max_in_flight` of its jobs
+/// under an unexpired lease at once, at most `rate` claims a second with bursts of
+/// `burst` (a token bucket; `burst` defaults to one second's worth, at least 1). NULL for
+/// no such limit; `sendjobs_limit(queue)` lifts both. Setting a rate starts a full bucket.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_limit(
+    queue: Option<&str>,
+    max_in_flight: default!(Option<i32>, "NULL"),
+    rate: default!(Option<f64>, "NULL"),
+    burst: default!(Option<i32>, "NULL"),
+) {
+    or_raise(set_limit(queue, max_in_flight, rate, burst))
+}
+
+fn set_limit(
+    queue: Option<&str>,
+    max_in_flight: Option<i32>,
+    rate: Option<f64>,
+    burst: Option<i32>,
+) -> Result<()> {
+    let queue = queue_name(required(queue, "queue")?)?;
+    if max_in_flight.is_some_and(|cap| cap < 1) {
+        return Err(SendJobsError::InvalidArgument(
+            "max_in_flight must be at least 1 (pause a queue with sendjobs_pause)".into(),
+        ));
+    }
+    if rate.is_some_and(|rate| !(rate > 0.0 && rate <= MAX_RATE)) {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "rate must be a number of claims a second above 0 and at most {MAX_RATE}"
+        )));
+    }
+    let burst = match (rate, burst) {
+        (None, Some(_)) => {
+            return Err(SendJobsError::InvalidArgument(
+                "burst is only accepted with a rate".into(),
+            ))
+        }
+        (Some(_), Some(burst)) if burst < 1 => {
+            return Err(SendJobsError::InvalidArgument(
+                "burst must be at least 1".into(),
+            ))
+        }
+        // One second's worth; a rate below one a second still lets one claim through.
+        (Some(rate), None) => Some(rate.ceil().max(1.0) as i32),
+        (_, burst) => burst,
+    };
+    let now = wall_clock();
+    Spi::connect_mut(|client| {
+        QUEUE_LIMIT_SAVE.run(
+            client,
+            &[
+                queue.into(),
+                max_in_flight.into(),
+                rate.into(),
+                burst.into(),
+                now.into(),
+            ],
+        )?;
+        Ok(())
+    })
+}
+
+/// The flow control of `queue` (NULL: of every queue that has some), and whether a claim
+/// would be limited by it now: `limited` is `paused`, `max_in_flight` or `rate`, or NULL;
+/// `retry_after`, when the limit may lift by itself. A worker whose claim came back short
+/// asks this to tell "limited" from "empty".
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)]
+fn sendjobs_queue_limits(
+    queue: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(queue, String),
+        name!(paused, bool),
+        name!(max_in_flight, Option<i32>),
+        name!(in_flight, i64),
+        name!(rate, Option<f64>),
+        name!(burst, Option<i32>),
+        name!(tokens, Option<f64>),
+        name!(limited, Option<String>),
+        name!(retry_after, Option<Interval>),
+    ),
+> {
+    TableIterator::new(or_raise(queue_limits(queue)))
+}
+
+type LimitsRow = (
+    String,
+    bool,
+    Option<i32>,
+    i64,
+    Option<f64>,
+    Option<i32>,
+    Option<f64>,
+    Option<String>,
+    Option<Interval>,
+);
+
+fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
+    let now = wall_clock();
+    Spi::connect(|client| {
+        QUEUE_LIMITS
+            .run(client, &[queue.into(), now.into()])?
+            .map(|row| {
+                Ok((
+                    row.get_by_name::<String, _>("queue")?.unwrap_or_default(),
+                    row.get_by_name::<bool, _>("paused")?.unwrap_or_default(),
+                    row.get_by_name::<i32, _>("max_in_flight")?,
+                    row.get_by_name::<i64, _>("in_flight")?.unwrap_or_default(),
+                    row.get_by_name::<f64, _>("rate")?,
+                    row.get_by_name::<i32, _>("burst")?,
+                    row.get_by_name::<f64, _>("tokens")?,
+                    row.get_by_name::<String, _>("limited")?,
+                    row.get_by_name::<Interval, _>("retry_after")?,
+                ))
+            })
+            .collect()
+    })
+}
+
+/// How a claim takes a queue's lock: a claim from that queue waits for it; a claim from
+/// any queue, which locks several in turn, skips a queue another claim holds.
+#[derive(Clone, Copy)]
+pub enum Lock {
+    Wait,
+    Skip,
+}
+
+/// A queue's allowance for one claim, taken under its row lock (held to the end of the
+/// transaction): how many jobs its settings let this claim take.
+pub struct Allowance {
+    pub jobs: usize,
+    bucket: Option<Bucket>,
+}
+
+struct Bucket {
+    tokens: f64,
+    at: TimestampWithTimeZone,
+}
+
+/// Locks `queue`'s settings and says how many of `wanted` jobs a claim at `now` may take:
+/// none while it is paused; no more than its cap less its jobs in flight; no more than
+/// its whole tokens. None when the queue has no settings row (or, with `Lock::Skip`,
+/// another claim holds it).
+pub fn allowance(
+    client: &SpiClient<'_>,
+    queue: &str,
+    wanted: usize,
+    now: TimestampWithTimeZone,
+    lock: Lock,
+) -> Result<Option<Allowance>> {
+    let statement = match lock {
+        Lock::Wait => &QUEUE_LOCK_WAIT,
+        Lock::Skip => &QUEUE_LOCK_SKIP,
+    };
+    let rows = statement.run(client, &[queue.into()])?;
+    let Some(row) = rows.into_iter().next() else {
+        return Ok(None);
+    };
+    if row.get_by_name::<bool, _>("paused")? == Some(true) {
+        return Ok(Some(Allowance {
+            jobs: 0,
+            bucket: None,
+        }));
+    }
+    let mut jobs = wanted;
+    if let Some(cap) = row.get_by_name::<i32, _>("max_in_flight")? {
+        // Counted after the lock, in a snapshot of its own (queue_in_flight.sql).
+        let in_flight = first::<i64>(
+            QUEUE_IN_FLIGHT.run(client, &[queue.into(), now.into()])?,
+            "in_flight",
+        )?
+        .unwrap_or_default();
+        let free = (i64::from(cap) - in_flight).max(0);
+        jobs = jobs.min(usize::try_from(free).unwrap_or(0));
+    }
+    let mut bucket = None;
+    if let (Some(rate), Some(burst), Some(tokens), Some(at)) = (
+        row.get_by_name::<f64, _>("rate")?,
+        row.get_by_name::<i32, _>("burst")?,
+        row.get_by_name::<f64, _>("tokens")?,
+        row.get_by_name::<TimestampWithTimeZone, _>("tokens_at")?,
+    ) {
+        let elapsed = seconds_between(at, now).max(0.0);
+        let tokens = (tokens + rate * elapsed).min(f64::from(burst));
+        jobs = jobs.min(tokens.floor().max(0.0) as usize);
+        bucket = Some(Bucket { tokens, at: now });
+    }
+    Ok(Some(Allowance { jobs, bucket }))
+}
+
+/// Takes `claimed` jobs' tokens from the queue's bucket (a claim of a queue with a rate).
+pub fn spend(
+    client: &SpiClient<'_>,
+    queue: &str,
+    allowance: &Allowance,
+    claimed: usize,
+) -> Result<()> {
+    let Some(bucket) = &allowance.bucket else {
+        return Ok(());
+    };
+    if claimed == 0 {
+        // Nothing taken: the bucket refills from where it was, no write.
+        return Ok(());
+    }
+    let left = bucket.tokens - claimed as f64;
+    QUEUE_TOKENS_SAVE.run(client, &[queue.into(), left.into(), bucket.at.into()])?;
+    Ok(())
+}
+
+fn seconds_between(from: TimestampWithTimeZone, to: TimestampWithTimeZone) -> f64 {
+    // Microseconds since 2000-01-01, as Postgres keeps a timestamptz.
+    let micros = |at: TimestampWithTimeZone| i64::from(at) as f64;
+    (micros(to) - micros(from)) / 1_000_000.0
+}

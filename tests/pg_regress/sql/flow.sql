@@ -1,0 +1,109 @@
+-- Flow control per queue, enforced by sendjobs_claim (docs/decisions/0013-flow-control-
+-- in-the-claim.md): pause and resume, a cap on the jobs in flight, a rate with bursts;
+-- sendjobs_queue_limits tells a short claim's "limited" from "empty"; bad settings get
+-- 22004 or 22023 and change nothing. The races: tests/isolation/specs/flow-*.spec.
+
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS sendjobs CASCADE;
+RESET client_min_messages;
+CREATE EXTENSION sendjobs;
+\set SHOW_CONTEXT never
+
+-- Jobs 1-12 for the partner, 13-14 for another queue.
+SELECT count(*) AS enqueued FROM (
+    SELECT sendjobs_enqueue(jsonb_build_object('n', g), CASE WHEN g <= 12 THEN 'partner' ELSE 'other' END)
+      FROM generate_series(1, 14) g) AS e;
+
+-------------------------------------------------------------------------------------
+-- Pause and resume
+-------------------------------------------------------------------------------------
+
+SELECT sendjobs_pause('partner');
+-- A paused queue hands out nothing, asked by name or not; the others go on.
+SELECT count(*) AS claimed FROM sendjobs_claim(10, queue => 'partner');
+SELECT id, queue FROM sendjobs_claim(10) ORDER BY id;
+SELECT queue, paused, max_in_flight, in_flight, rate, limited, retry_after FROM sendjobs_queue_limits('partner');
+-- A queue without flow control has no row (its claims are never limited).
+SELECT count(*) AS rows FROM sendjobs_queue_limits('other');
+SELECT sendjobs_resume('partner');
+SELECT count(*) AS rows FROM sendjobs_queue_limits();
+SELECT id FROM sendjobs_claim(2, '1 minute', 'partner') ORDER BY id;
+
+-------------------------------------------------------------------------------------
+-- A cap on the jobs in flight
+-------------------------------------------------------------------------------------
+
+-- Jobs 1 and 2 are in flight; a cap of 3 leaves room for one more, whatever the batch.
+SELECT sendjobs_limit('partner', max_in_flight => 3);
+SELECT id FROM sendjobs_claim(10, '1 minute', 'partner') ORDER BY id;
+SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute', 'partner');
+SELECT queue, paused, max_in_flight, in_flight, limited,
+       retry_after BETWEEN interval '50 seconds' AND interval '1 minute' AS until_a_lease_ends
+  FROM sendjobs_queue_limits('partner');
+-- sendjobs_stats shows each queue's flow control beside its counts.
+SELECT queue, ready, in_flight, paused, max_in_flight, rate, tokens FROM sendjobs_stats() ORDER BY queue;
+-- A finished job frees its place; a claim from any queue obeys the cap too.
+SELECT sendjobs_finalize(1, 1, 'sent');
+SELECT id, queue FROM sendjobs_claim(10, '1 minute') ORDER BY id;
+SELECT count(*) AS claimed FROM sendjobs_claim(10);
+-- A job whose lease expired does not count: job 2's lease ends now, and a claim takes
+-- its place (it reclaims job 2 itself, which is due first).
+SELECT sendjobs_heartbeat(2, 1, '0 seconds');
+SELECT id, claim_generation FROM sendjobs_claim(10, '1 minute', 'partner') ORDER BY id;
+-- A heartbeat extends a lease, and never makes room for more.
+SELECT sendjobs_heartbeat(3, 1, '2 minutes');
+SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute', 'partner');
+
+-------------------------------------------------------------------------------------
+-- A rate with bursts (a token bucket on the claims' clock)
+-------------------------------------------------------------------------------------
+
+-- One claim every 10 seconds, bursts of 3, no cap (the limit replaces the cap): the
+-- full bucket lets 3 through at once, then none.
+SELECT sendjobs_limit('partner', rate => 0.1, burst => 3);
+SELECT id FROM sendjobs_claim(10, '1 minute', 'partner') ORDER BY id;
+SELECT queue, max_in_flight, rate, burst, tokens < 1 AS empty_bucket, limited,
+       retry_after <= interval '10 seconds' AS next_token_within_10_seconds
+  FROM sendjobs_queue_limits('partner');
+SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute', 'partner');
+-- 20 seconds later (the bucket's clock moved back, as a test may): 2 tokens, 2 claims.
+UPDATE sendjobs_queues SET tokens_at = tokens_at - interval '20 seconds' WHERE queue = 'partner';
+SELECT id FROM sendjobs_claim(10, '1 minute', 'partner') ORDER BY id;
+-- A long quiet time refills the bucket to its burst, not beyond.
+UPDATE sendjobs_queues SET tokens_at = tokens_at - interval '1 hour' WHERE queue = 'partner';
+SELECT tokens AS refilled_to_burst FROM sendjobs_queue_limits('partner');
+SELECT queue, paused, max_in_flight, rate, tokens FROM sendjobs_stats() WHERE queue = 'partner';
+-- Without a burst, one second's worth (at least 1).
+SELECT sendjobs_limit('partner', rate => 0.5);
+SELECT rate, burst FROM sendjobs_queues WHERE queue = 'partner';
+
+-------------------------------------------------------------------------------------
+-- Lifting the limits
+-------------------------------------------------------------------------------------
+
+SELECT sendjobs_limit('partner');
+SELECT count(*) AS rows FROM sendjobs_queue_limits('partner');
+SELECT id FROM sendjobs_claim(10, '1 minute', 'partner') ORDER BY id;
+SELECT queue, notify, paused, max_in_flight, rate, burst, tokens, tokens_at FROM sendjobs_queues ORDER BY queue;
+
+-------------------------------------------------------------------------------------
+-- Bad settings: an error, and nothing changes
+-------------------------------------------------------------------------------------
+
+SELECT sendjobs_limit('partner', max_in_flight => 2);
+\set VERBOSITY sqlstate
+SELECT sendjobs_pause(NULL);
+SELECT sendjobs_resume('');
+SELECT sendjobs_limit(NULL, 1);
+SELECT sendjobs_limit('partner', max_in_flight => 0);
+SELECT sendjobs_limit('partner', rate => 0);
+SELECT sendjobs_limit('partner', rate => -1);
+SELECT sendjobs_limit('partner', rate => 'NaN');
+SELECT sendjobs_limit('partner', rate => 'Infinity');
+SELECT sendjobs_limit('partner', rate => 2000000);
+SELECT sendjobs_limit('partner', burst => 3);
+SELECT sendjobs_limit('partner', rate => 1, burst => 0);
+SELECT sendjobs_limit(repeat('q', 129), 1);
+\set VERBOSITY default
+SELECT sendjobs_limit('partner', max_in_flight => 0);
+SELECT queue, paused, max_in_flight, rate, burst FROM sendjobs_queues ORDER BY queue;
