@@ -17,7 +17,10 @@ CREATE TABLE @extschema@.send_jobs (
     last_error       text,
     created_at       timestamptz NOT NULL DEFAULT now(),
     finished_at      timestamptz,
-    redrive_of       bigint
+    redrive_of       bigint,
+    -- Jobs that share a key are claimed one at a time, in id order (sendjobs_enqueue's
+    -- ordering_key; docs/decisions/0013-flow-control-in-the-claim.md).
+    ordering_key     text
     -- CHECK send_jobs_state_check: sql/job_state.sql, once its function exists.
 ) WITH (
     fillfactor = 80,
@@ -50,6 +53,13 @@ CREATE INDEX send_jobs_pending_queue_idx
 -- probe the primary key, not scan this index, whose size the statistics rarely know.
 CREATE INDEX send_jobs_lease_idx
     ON @extschema@.send_jobs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+-- Ordered keys: the claim skips a job of a key while an older unfinished job of that
+-- key exists, or one of the key is in flight; each is one probe of one of these (only
+-- jobs with a key have entries, so the others' claims and finalizes never write to them).
+CREATE INDEX send_jobs_ordering_key_idx
+    ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
+CREATE INDEX send_jobs_ordering_key_held_idx
+    ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
 -- A failed job is redriven at most once (sendjobs_redrive, whose lock on the failed row
 -- keeps it so across this table and send_jobs_finished; this index stands behind it for
 -- the unfinished redrives). Partial: only redriven jobs have an entry, so the claim and

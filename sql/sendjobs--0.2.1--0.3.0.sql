@@ -12,10 +12,22 @@
 --    row's outcome (docs/decisions/0012-answers-that-say-what-happened.md).
 --  * Flow control per queue: sendjobs_pause, sendjobs_resume, sendjobs_limit,
 --    sendjobs_queue_limits, and their settings in sendjobs_queues
---    (docs/decisions/0013-flow-control-in-the-claim.md).
+--    (docs/decisions/0013-flow-control-in-the-claim.md); ordered keys: a job's
+--    ordering_key (sendjobs_enqueue's new argument).
 -- Locks: send_jobs_finished is rewritten by no statement here, but its new indexes are
 -- built under a lock that holds finishes back for as long as the builds take.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.3.0'" to load this file. \quit
+
+-- Every table this update changes, locked first, send_jobs (and with it
+-- send_jobs_finished) before the others, in the order a worker's transaction first
+-- touches them: the update waits for the transactions that hold them, and the ones that
+-- come after wait for the update. Locked one by one as the statements below reach them,
+-- a worker holding send_jobs and waiting for sendjobs_queues (its enqueue's wake-up
+-- setting), locked by the update, which then waited for send_jobs, made a deadlock that
+-- failed the update (the upgrade test, under its load).
+LOCK TABLE @extschema@.send_jobs IN ACCESS EXCLUSIVE MODE;
+LOCK TABLE @extschema@.send_job_events, @extschema@.sendjobs_queues
+    IN ACCESS EXCLUSIVE MODE;
 
 -- Every C function of the extension, rebound to this release's library: its definition
 -- as Postgres prints it (schema-qualified, with its defaults and attributes), with the
@@ -248,6 +260,62 @@ BEGIN
     END LOOP;
 END $$;
 
+-- Ordered keys. The column is added to send_jobs, and so to send_jobs_finished, before
+-- the finished rows get columns of their own (event_xid, outcome): the finished table's
+-- columns then come in the order a fresh install has. No row is rewritten (a NULL
+-- column); the indexes are on send_jobs alone, and only jobs with a key have entries.
+ALTER TABLE @extschema@.send_jobs ADD COLUMN ordering_key text;
+CREATE INDEX send_jobs_ordering_key_idx
+    ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
+CREATE INDEX send_jobs_ordering_key_held_idx
+    ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
+-- sendjobs_enqueue takes the key as a seventh argument (a call with six finds the new
+-- function, the key NULL): made again, the roles that could call it (producer, admin) may
+-- call the new one. The monitors, who read send_jobs' columns but the payload, read the
+-- new one too.
+DO $$
+DECLARE
+    producers pg_catalog.regrole[];
+    monitors pg_catalog.regrole[];
+    role pg_catalog.regrole;
+BEGIN
+    SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole) INTO producers
+      FROM pg_catalog.pg_proc AS p,
+           LATERAL pg_catalog.aclexplode(p.proacl) AS acl
+     WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer)'::pg_catalog.regprocedure::pg_catalog.oid
+       AND acl.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text
+       AND acl.grantee OPERATOR(pg_catalog.<>) p.proowner
+       AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
+    SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole) INTO monitors
+      FROM pg_catalog.pg_attribute AS a,
+           LATERAL pg_catalog.aclexplode(a.attacl) AS acl
+     WHERE a.attrelid OPERATOR(pg_catalog.=) '@extschema@.send_jobs'::pg_catalog.regclass::pg_catalog.oid
+       AND a.attname OPERATOR(pg_catalog.=) 'queue'::pg_catalog.name
+       AND acl.privilege_type OPERATOR(pg_catalog.=) 'SELECT'::pg_catalog.text
+       AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
+    DROP FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer);
+    CREATE FUNCTION @extschema@."sendjobs_enqueue"(
+        "payload" jsonb,
+        "queue" TEXT DEFAULT 'default',
+        "run_at" timestamp with time zone DEFAULT NULL,
+        "transaction_id" TEXT DEFAULT NULL,
+        "idempotency_key" TEXT DEFAULT NULL,
+        "max_attempts" INT DEFAULT NULL,
+        "ordering_key" TEXT DEFAULT NULL
+    ) RETURNS bigint
+    VOLATILE PARALLEL UNSAFE
+    LANGUAGE c
+    AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_enqueue_wrapper';
+    REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) FROM PUBLIC;
+    FOREACH role IN ARRAY coalesce(producers, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) TO %s',
+                                  role);
+    END LOOP;
+    FOREACH role IN ARRAY coalesce(monitors, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT (ordering_key) ON TABLE @extschema@.send_jobs TO %s', role);
+    END LOOP;
+END $$;
+
 DO $$
 BEGIN
     EXECUTE pg_catalog.format(
@@ -364,6 +432,12 @@ COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was coun
 COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
+COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) IS
+    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids).';
+COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
+COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';
+COMMENT ON INDEX @extschema@.send_jobs_ordering_key_held_idx IS 'Ordered keys: a job of the key in flight (jobs with a key and a lease only).';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
     'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS

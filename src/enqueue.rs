@@ -16,7 +16,9 @@ static ENQUEUE_NO_KEY: Statement = statement!("enqueue.sql", "no_key");
 static ENQUEUE_FIND_BY_KEY: Statement = statement!("enqueue_find_by_key.sql");
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
-/// as it is: nothing is created and nothing about it changes.
+/// as it is: nothing is created and nothing about it changes. Jobs that share an
+/// `ordering_key` are claimed one at a time, in the order of their ids
+/// (docs/decisions/0013-flow-control-in-the-claim.md).
 #[pg_extern(volatile, parallel_unsafe)]
 fn sendjobs_enqueue(
     payload: Option<JsonB>,
@@ -25,6 +27,7 @@ fn sendjobs_enqueue(
     transaction_id: default!(Option<&str>, "NULL"),
     idempotency_key: default!(Option<&str>, "NULL"),
     max_attempts: default!(Option<i32>, "NULL"),
+    ordering_key: default!(Option<&str>, "NULL"),
 ) -> i64 {
     or_raise(enqueue(
         payload,
@@ -33,6 +36,7 @@ fn sendjobs_enqueue(
         transaction_id,
         idempotency_key,
         max_attempts,
+        ordering_key,
     ))
 }
 
@@ -43,8 +47,12 @@ fn enqueue(
     transaction_id: Option<&str>,
     idempotency_key: Option<&str>,
     max_attempts: Option<i32>,
+    ordering_key: Option<&str>,
 ) -> Result<i64> {
     let payload = required(payload, "payload")?;
+    if let Some(key) = ordering_key {
+        ordering_key_in_range(key)?;
+    }
     let queue = queue_name(required(queue, "queue")?)?;
     let max_attempts = max_attempts.unwrap_or_else(config::default_max_attempts);
     if max_attempts < 1 {
@@ -80,6 +88,7 @@ fn enqueue(
                     idempotency_key.into(),
                     max_attempts.into(),
                     id_sequence.into(),
+                    ordering_key.into(),
                 ],
             )?,
             "id",
@@ -112,4 +121,22 @@ fn enqueue(
             )),
         }
     })
+}
+
+/// The longest ordering key: its index entries must stay well under a B-tree's limit.
+const MAX_ORDERING_KEY_BYTES: usize = 256;
+
+fn ordering_key_in_range(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(SendJobsError::InvalidArgument(
+            "ordering_key must not be empty (NULL: the job is not ordered)".into(),
+        ));
+    }
+    if key.len() > MAX_ORDERING_KEY_BYTES {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "an ordering_key must be at most {MAX_ORDERING_KEY_BYTES} bytes, got {}",
+            key.len()
+        )));
+    }
+    Ok(())
 }

@@ -51,8 +51,17 @@ limited AS MATERIALIZED (
 ),
 --- end
 pending AS MATERIALIZED (
-    SELECT id, next_attempt_at FROM ONLY @extschema@.send_jobs
+    SELECT id, next_attempt_at FROM ONLY @extschema@.send_jobs AS job
      WHERE status = 'pending' AND next_attempt_at <= $1
+       -- An ordered job waits for every older unfinished job of its key, and for any of
+       -- its key in flight (one of a younger id, enqueued by a transaction that committed
+       -- first); a job without a key is not looked at again.
+       AND (job.ordering_key IS NULL
+            OR NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
+                            WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
+               AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
+                                WHERE held.ordering_key = job.ordering_key
+                                  AND held.lease_expires_at IS NOT NULL))
 --- variant any_queue
        AND $4::text IS NULL
        AND NOT EXISTS (SELECT FROM limited)
@@ -120,12 +129,12 @@ gave_up AS (
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
-            last_error, created_at, finished_at, redrive_of)
+            last_error, created_at, finished_at, redrive_of, ordering_key)
     SELECT id, queue, payload, transaction_id, idempotency_key, 'failed', attempts,
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
            pg_catalog.concat('sendjobs: gave up: the lease of attempt ', attempts,
                ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
-           created_at, $1, redrive_of
+           created_at, $1, redrive_of, ordering_key
       FROM leaving
  RETURNING id, transaction_id, next_attempt_at
 )

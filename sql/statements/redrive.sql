@@ -10,7 +10,7 @@
 -- transaction_id and the queue. Jobs of $1 that are not failed have no row:
 -- src/redrive.rs says why.
 WITH failed AS MATERIALIZED (
-    SELECT id, queue, payload, transaction_id, max_attempts FROM @extschema@.send_jobs_finished
+    SELECT id, queue, payload, transaction_id, max_attempts, ordering_key FROM @extschema@.send_jobs_finished
      WHERE id = ANY ($1) AND status = 'failed'
 ),
 earlier AS MATERIALIZED (
@@ -18,8 +18,8 @@ earlier AS MATERIALIZED (
 ),
 created AS (
     INSERT INTO @extschema@.send_jobs
-           (queue, payload, transaction_id, max_attempts, next_attempt_at, redrive_of)
-    SELECT queue, payload, transaction_id, max_attempts, $2, id FROM failed
+           (queue, payload, transaction_id, max_attempts, next_attempt_at, redrive_of, ordering_key)
+    SELECT queue, payload, transaction_id, max_attempts, $2, id, ordering_key FROM failed
      WHERE NOT EXISTS (SELECT FROM earlier WHERE earlier.redrive_of = failed.id)
      ORDER BY id
  RETURNING id, redrive_of

@@ -15,7 +15,9 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
   * B is resumed once A has finished its job: B's late result must be refused (stale);
   * once every job is finished, both get SIGTERM and must exit 0 within 10 s;
   * directly, a worker idle with a one-minute poll must send a job enqueued into a
-    queue with wake-ups on within 2 s (the NOTIFY, not the poll);
+    queue with wake-ups on within 2 s (the NOTIFY, not the poll); and a worker of a queue
+    limited to 20 claims a second must send 30 jobs within 15 s, with its poll at 30 s
+    (it waits for the next token, not the poll), no second holding more than 21 claims;
   * through the pooler, two workers (one sending, one idle) get SIGTERM while the pooler
     refuses their database: both must exit 0 within a lease and a few seconds; and the
     same through a proxy that stops forwarding (a server that no longer answers).
@@ -255,6 +257,40 @@ def wakeup(worker, partner):
     print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
 
 
+def rate_limited(worker, partner):
+    """A queue limited to 20 claims a second in bursts of 1, a worker asking for 5 at a
+    time with a 30 s poll and no wake-ups: after each short claim it asks the queue's
+    limits and waits for the next token, not the poll, so 30 jobs take about 1.5 s; and
+    no second of claims holds more than the rate allows (20 + the burst)."""
+    name = f"workers_{worker}_rate"
+    db, dsn = fresh_database(name)
+    db.execute("SELECT sendjobs_limit('q', rate => 20, burst => 1)")
+    db.execute("SELECT sendjobs_enqueue('{}', 'q') FROM generate_series(1, 30)")
+    env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH="5",
+               POLL_SECONDS="30", LISTEN="0", WORKER_NAME=name)
+    started = time.monotonic()
+    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 15,
+                   "the rate-limited jobs (a worker that waits its poll takes minutes)")
+        elapsed = time.monotonic() - started
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=10)
+        counters = json.loads(out.strip().splitlines()[-1])
+        busiest = db.execute("""SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY claimed_at
+                                    RANGE BETWEEN CURRENT ROW AND interval '1 second' FOLLOWING) AS n
+                                  FROM send_jobs) AS w""").fetchone()[0]
+        assert counters["limited"] >= 1, f"no limited claim counted: {counters}"
+        assert busiest <= 21, f"{busiest} claims within one second, over 20 a second + 1"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        db.close()
+    print(f"   {worker} rate: 30 jobs in {elapsed:.2f} s at 20 a second, at most {busiest} claims "
+          f"in a second; {counters}", flush=True)
+
+
 def stop_while_cut_off(worker, partner, kind, url, connected, cut, restore, settle):
     """SIGTERM while the worker is cut off from its database (`cut(name)`, then `settle`
     seconds): a worker sending a job gives up its finalize once a lease has passed, an
@@ -448,6 +484,7 @@ def main(argv):
             for route in a.routes.split(","):
                 scenario(worker, route, partner, bouncer)
             wakeup(worker, partner)
+            rate_limited(worker, partner)
             if bouncer:
                 stop_while_away(worker, partner, bouncer)
             stop_while_frozen(worker, partner)

@@ -58,6 +58,10 @@ class Worker:
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
                                  "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
         self.sql_heartbeat = sql.SQL("SELECT {}(%s, %s, %s)").format(fn("sendjobs_heartbeat"))
+        # After a short claim of its queue: limited (and until when) or empty.
+        self.sql_limits = sql.SQL("SELECT limited, extract(epoch FROM retry_after) FROM {}(%s)"
+                                  ).format(fn("sendjobs_queue_limits"))
+        self.claimed_again = False  # the last short claim was followed by an immediate one
         # A batch of one, for its answer's status: a retry on the last attempt is applied
         # and fails the job, and counts as failed (docs/reference.md).
         self.sql_finalize = sql.SQL("SELECT result, status FROM {}(ARRAY[%s]::int8[], ARRAY[%s]::int8[], %s, %s)"
@@ -68,7 +72,7 @@ class Worker:
         self.stopped_at = None  # the loop's time of the signal
         self.wakeup = asyncio.Event()
         self.counters = dict.fromkeys(["claimed", "sent", "failed", "retried", "stale",
-                                       "heartbeats", "wakeups", "reconnects", "errors"], 0)
+                                       "heartbeats", "wakeups", "limited", "reconnects", "errors"], 0)
 
     # -- the connection ---------------------------------------------------------------
 
@@ -242,7 +246,7 @@ class Worker:
             await asyncio.gather(*(self.run_one(job) for job in jobs))
             if len(jobs) < self.batch:
                 waits = [asyncio.create_task(e.wait()) for e in (self.wakeup, self.stopping)]
-                await asyncio.wait(waits, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(waits, timeout=await self.idle_wait(), return_when=asyncio.FIRST_COMPLETED)
                 for w in waits:
                     w.cancel()
         if listener:
@@ -250,6 +254,31 @@ class Worker:
         if self.conn is not None:
             await self.conn.close()
         return self.counters
+
+
+    async def idle_wait(self):
+        """How long to wait after a short claim (a wake-up ends it sooner): the poll
+        interval, or less when the queue's rate limits it and its next token comes sooner
+        (sendjobs_queue_limits' retry_after). A pause or a reached cap waits for the poll
+        or a wake-up (a resume sends one). A queue with flow control that no longer limits
+        (a token came since the claim) is claimed again at once, once: a second short
+        claim then waits, so an empty queue is not claimed in a loop."""
+        claimed_again, self.claimed_again = self.claimed_again, False
+        if self.queue is None:
+            return self.poll
+        try:
+            rows = await self.call(self.sql_limits, (self.queue,), claim=True)  # given up at a stop
+        except psycopg.Error as e:  # not a lost connection: the poll interval, as before
+            log.warning("queue limits of %s unknown (%s)", self.queue, e)
+            return self.poll
+        if not rows:  # no flow control: the queue is empty
+            return self.poll
+        limited, retry_after = rows[0]
+        if limited is None:
+            self.claimed_again = not claimed_again
+            return 0 if self.claimed_again else self.poll
+        self.counters["limited"] += 1
+        return self.poll if retry_after is None else min(self.poll, max(0.005, float(retry_after)))
 
 
 def connection_lost(conn, e):

@@ -107,3 +107,45 @@ SELECT sendjobs_limit(repeat('q', 129), 1);
 \set VERBOSITY default
 SELECT sendjobs_limit('partner', max_in_flight => 0);
 SELECT queue, paused, max_in_flight, rate, burst FROM sendjobs_queues ORDER BY queue;
+
+-------------------------------------------------------------------------------------
+-- Ordered keys: of the jobs that share one, only the oldest unfinished one is claimed
+-------------------------------------------------------------------------------------
+
+-- Account a1's payment, its refund and a later payment; account a2's; one unordered.
+SELECT sendjobs_enqueue(jsonb_build_object('job', name), 'ledger', ordering_key => key) AS id, name
+  FROM (VALUES ('a1-pay', 'a1'), ('a1-refund', 'a1'), ('a1-pay-2', 'a1'), ('a2-pay', 'a2'),
+               ('loose', NULL)) AS v(name, key);
+CREATE TEMP VIEW ledger AS
+    SELECT id, payload->>'job' AS job, status, attempts FROM send_jobs WHERE queue = 'ledger';
+-- One job of each key at a time, whatever the batch.
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger') AS c ORDER BY c.id;
+SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger');
+-- A retry with attempts left keeps its place: the refund still waits for the payment.
+SELECT sendjobs_finalize(id, 1, 'retry', 'HTTP 503', now()) FROM ledger WHERE job = 'a1-pay';
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger') AS c ORDER BY c.id;
+-- Sent: the next of its key goes.
+SELECT sendjobs_finalize(id, 2, 'sent') FROM ledger WHERE job = 'a1-pay';
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger') AS c ORDER BY c.id;
+-- Failed for good: the next of its key goes too (the failed job leaves the line).
+SELECT sendjobs_finalize(id, 1, 'failed', 'HTTP 400') FROM ledger WHERE job = 'a1-refund';
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger') AS c ORDER BY c.id;
+SELECT job, status, attempts FROM ledger ORDER BY id;
+-- A job of a key waits while another of its key is in flight, even a younger one (a job
+-- whose enqueueing transaction committed after the younger one's: here an id made older
+-- by hand).
+SELECT sendjobs_enqueue('{"job": "a3-second"}', 'ledger', ordering_key => 'a3') IS NOT NULL AS enqueued;
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger') AS c ORDER BY c.id;
+INSERT INTO send_jobs (id, payload, queue, ordering_key) OVERRIDING SYSTEM VALUE
+VALUES (0, '{"job": "a3-first"}', 'ledger', 'a3');
+SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute', 'ledger');
+-- The key goes with the job into its history, and with a redrive into the new job.
+SELECT job, ordering_key FROM ledger JOIN send_jobs USING (id) WHERE job = 'a1-refund';
+SELECT new_id IS NOT NULL AS redriven FROM sendjobs_redrive(ARRAY(SELECT id FROM ledger WHERE job = 'a1-refund'));
+SELECT payload->>'job' AS job, ordering_key, redrive_of IS NOT NULL AS a_redrive
+  FROM ONLY send_jobs WHERE queue = 'ledger' AND status = 'pending' ORDER BY id;
+\set VERBOSITY sqlstate
+SELECT sendjobs_enqueue('{}', 'ledger', ordering_key => '');
+SELECT sendjobs_enqueue('{}', 'ledger', ordering_key => repeat('k', 257));
+\set VERBOSITY default
+SELECT sendjobs_enqueue('{}', 'ledger', ordering_key => '');

@@ -59,7 +59,7 @@ const connectionLost = (e: any) =>
 const permanent = (e: any) => ["22", "28", "42"].includes((e?.code ?? "").slice(0, 2)) && e.code !== "42804";
 
 export class Worker {
-  counters = { claimed: 0, sent: 0, failed: 0, retried: 0, stale: 0, heartbeats: 0, wakeups: 0, reconnects: 0, errors: 0 };
+  counters = { claimed: 0, sent: 0, failed: 0, retried: 0, stale: 0, heartbeats: 0, wakeups: 0, limited: 0, reconnects: 0, errors: 0 };
   private client: Promise<Client> | null = null;
   // The calls of the running jobs, one at a time on the connection: node-postgres queues
   // a query sent while another runs, but that is deprecated (it warns, and pg 9 drops it).
@@ -70,7 +70,7 @@ export class Worker {
   // A set, not a promise of the signal: each call would leave it a callback until then.
   private atStop = new Set<() => void>();
   private wake: (() => void) | null = null;
-  private sql: Record<"claim" | "heartbeat" | "finalize", string>;
+  private sql: Record<"claim" | "heartbeat" | "finalize" | "limits", string>;
 
   constructor(
     private connection: ClientConfig,
@@ -92,6 +92,9 @@ export class Worker {
       claim: `SELECT id, claim_generation, transaction_id, idempotency_key, payload
                 FROM ${s}.sendjobs_claim($1::int4, ${lease.replace("$LEASE", "$2")}, $3::text)`,
       heartbeat: `SELECT ${s}.sendjobs_heartbeat($1::int8, $2::int8, ${lease.replace("$LEASE", "$3")}) AS answer`,
+      // After a short claim of its queue: limited (and until when) or empty.
+      limits: `SELECT limited, extract(epoch FROM retry_after)::float8 AS wait
+                 FROM ${s}.sendjobs_queue_limits($1::text)`,
       // A batch of one, for its answer's status: a retry on the last attempt is applied
       // and fails the job, and counts as failed (docs/reference.md).
       finalize: `SELECT result AS answer, status
@@ -258,6 +261,34 @@ export class Worker {
     }
   }
 
+  // How long to wait after a short claim (a wake-up ends it sooner): the poll interval,
+  // or less when the queue's rate limits it and its next token comes sooner
+  // (sendjobs_queue_limits' retry_after). A pause or a reached cap waits for the poll or
+  // a wake-up (a resume sends one). A queue with flow control that no longer limits (a
+  // token came since the claim) is claimed again at once, once: a second short claim then
+  // waits, so an empty queue is not claimed in a loop.
+  private claimedAgain = false;
+  private async idleWait(): Promise<number> {
+    const { queue, pollSeconds } = this.options;
+    const claimedAgain = this.claimedAgain;
+    this.claimedAgain = false;
+    if (queue === null) return pollSeconds;
+    let rows: any[];
+    try {
+      rows = await this.call(this.sql.limits, [queue], true); // given up at a stop
+    } catch (e: any) {
+      console.error(`sendjobs-worker: queue limits of ${queue} unknown (${e.message})`);
+      return pollSeconds;
+    }
+    if (rows.length === 0) return pollSeconds; // no flow control: the queue is empty
+    if (rows[0].limited === null) {
+      this.claimedAgain = !claimedAgain;
+      return this.claimedAgain ? 0 : pollSeconds;
+    }
+    this.counters.limited++;
+    return rows[0].wait === null ? pollSeconds : Math.min(pollSeconds, Math.max(0.005, rows[0].wait));
+  }
+
   async run() {
     const stop = () => {
       if (!this.stopping) this.stoppedAt = Date.now();
@@ -287,7 +318,8 @@ export class Worker {
       await Promise.all(jobs.map((job) => this.runOne(job)));
       if (jobs.length < batch && !woken && !this.stopping) {
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([idle, new Promise((resolve) => (timer = setTimeout(resolve, pollSeconds * 1000)))]);
+        const wait = await this.idleWait();
+        await Promise.race([idle, new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000)))]);
         clearTimeout(timer);
       }
     }

@@ -13,6 +13,7 @@ pub struct Counters {
     pub(crate) timed_out: AtomicU64,
     pub(crate) heartbeats: AtomicU64,
     pub(crate) wakeups: AtomicU64,
+    pub(crate) limited: AtomicU64,
     pub(crate) reconnects: AtomicU64,
     pub(crate) server_warnings: AtomicU64,
     pub(crate) errors: AtomicU64,
@@ -28,11 +29,11 @@ pub struct Snapshot {
     pub claimed: u64,
     /// Finalized `sent`, and applied (the server took them).
     pub sent: u64,
-    /// Finalized `failed`, and applied; payloads that did not decode included
-    /// ([`Snapshot::undecodable`]).
+    /// Finalized `failed`, and applied, or a `retry` on the job's last attempt (the
+    /// server finished it as failed: the answer says so); payloads that did not decode
+    /// included ([`Snapshot::undecodable`]).
     pub failed: u64,
-    /// Finalized `retry`, and applied (on a last attempt the server finishes the job as
-    /// `failed`: it is counted here, as the worker asked).
+    /// Finalized `retry`, applied, and the job pending again.
     pub retried: u64,
     /// Jobs this worker lost: a heartbeat or a finalize answered `stale` (the lease had
     /// expired and another worker had reclaimed the job, or it was cancelled). Their sends
@@ -44,6 +45,10 @@ pub struct Snapshot {
     pub heartbeats: u64,
     /// `NOTIFY sendjobs_wakeup` received for the worker's queue.
     pub wakeups: u64,
+    /// Short claims that found the worker's queue limited by its flow control (paused,
+    /// its cap reached, its rate spent): the worker then waited for the next token, a
+    /// wake-up or its poll interval.
+    pub limited: u64,
     /// Connections opened again after one was lost.
     pub reconnects: u64,
     /// WARNINGs the server sent (the terminal guard's refusals, for one), also logged.
@@ -70,6 +75,7 @@ impl Counters {
             timed_out: self.timed_out.load(Relaxed),
             heartbeats: self.heartbeats.load(Relaxed),
             wakeups: self.wakeups.load(Relaxed),
+            limited: self.limited.load(Relaxed),
             reconnects: self.reconnects.load(Relaxed),
             server_warnings: self.server_warnings.load(Relaxed),
             errors: self.errors.load(Relaxed),

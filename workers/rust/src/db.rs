@@ -42,6 +42,17 @@ impl Answer {
     }
 }
 
+/// A queue's flow control after a short claim (`sendjobs_queue_limits`).
+pub(crate) enum Flow {
+    /// None (or the worker claims from any queue): the claim was short, the queue empty.
+    None,
+    /// Some, not limiting now: a token came since the claim, or the queue is empty.
+    Free,
+    /// Limiting, and when it may lift by itself (the next token; `None` for a pause or a
+    /// reached cap, which a wake-up or the poll ends).
+    Limited(Option<Duration>),
+}
+
 /// What a finalize made of its job, from its answer (`result`, `status`): a retry on the
 /// job's last attempt is applied and fails it. A repeat of a finalize whose answer was
 /// lost answers as the first call would have.
@@ -75,6 +86,7 @@ struct Statements {
     heartbeat: String,
     finalize: String,
     finalize_sent: String,
+    limits: String,
 }
 
 impl Statements {
@@ -100,6 +112,11 @@ impl Statements {
             ),
             finalize_sent: format!(
                 "SELECT id, result FROM {s}.sendjobs_finalize_batch($1, $2, 'sent')"
+            ),
+            // After a short claim of its queue: limited (and until when) or empty.
+            limits: format!(
+                "SELECT limited, pg_catalog.date_part('epoch', retry_after) \
+                   FROM {s}.sendjobs_queue_limits($1)"
             ),
         }
     }
@@ -417,6 +434,25 @@ impl Db {
             [row] => Finalized::parse(row.try_get(0)?, row.try_get(1)?),
             _ => Err(ProtocolError::RowCount { rows: rows.len() }.into()),
         }
+    }
+
+    /// After a short claim, what the worker's queue's flow control says now.
+    pub(crate) async fn flow(&self) -> Result<Flow> {
+        let Some(queue) = &self.config.queue else {
+            return Ok(Flow::None);
+        };
+        let rows = self
+            .query(Call::Claim, &self.statements.limits, &[(queue, Type::TEXT)])
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(Flow::None);
+        };
+        if row.try_get::<_, Option<String>>(0)?.is_none() {
+            return Ok(Flow::Free);
+        }
+        Ok(Flow::Limited(row.try_get::<_, Option<f64>>(1)?.map(
+            |seconds| Duration::from_secs_f64(seconds.max(0.005)),
+        )))
     }
 
     /// `sendjobs_finalize_batch(ids, generations, 'sent')`: one answer per claim.

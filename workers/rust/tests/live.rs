@@ -352,6 +352,44 @@ async fn a_wakeup_ends_the_idle_wait() {
     assert_eq!(counters.snapshot().wakeups, 1);
 }
 
+/// A queue limited to 20 claims a second in bursts of 1, with a 30 s poll and no
+/// wake-ups: after each short claim the worker asks the queue's limits and waits for the
+/// next token, not the poll, so 30 jobs take about 1.5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_rate_limited_queue_waits_for_its_next_token() {
+    let (dsn, db) = database("worker_rate").await;
+    db.batch_execute("SELECT sendjobs_limit('q', rate => 20, burst => 1)")
+        .await
+        .unwrap();
+    enqueue(&db, 30).await;
+    let config = worker_config(dsn)
+        .queue("q")
+        .batch(5)
+        .listen(false)
+        .poll_interval(Duration::from_secs(30));
+    let worker = Worker::new(config).unwrap();
+    let counters = worker.counters();
+    let started = Instant::now();
+    let (stop, run) = start(worker, |_job| async { Outcome::Sent });
+    assert!(
+        wait_until(&db, ALL_SENT, Duration::from_secs(15)).await,
+        "30 jobs at 20 a second within 15 s (a worker that waits its poll takes minutes)"
+    );
+    let elapsed = started.elapsed();
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    assert!(
+        counters.snapshot().limited >= 1,
+        "{:?}",
+        counters.snapshot()
+    );
+    assert!(
+        elapsed >= Duration::from_millis(1000),
+        "faster than the rate: {elapsed:?}"
+    );
+}
+
 /// A job cancelled while its send runs: the next heartbeat answers stale and the send is
 /// stopped (its future dropped), not finalized.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
