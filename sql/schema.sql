@@ -55,11 +55,16 @@ CREATE INDEX send_jobs_lease_idx
     ON @extschema@.send_jobs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
 -- Ordered keys: the claim skips a job of a key while an older unfinished job of that
 -- key exists, or one of the key is in flight; each is one probe of one of these (only
--- jobs with a key have entries, so the others' claims and finalizes never write to them).
+-- jobs with a key have entries in these three, so the others' claims and finalizes never
+-- write to them).
 CREATE INDEX send_jobs_ordering_key_idx
     ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
 CREATE INDEX send_jobs_ordering_key_held_idx
     ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
+-- Ordered jobs in claim order: the claim's pass for them (claim.sql, variant keyed) and
+-- the other passes' probe for whether there are any.
+CREATE INDEX send_jobs_pending_keyed_idx
+    ON @extschema@.send_jobs (next_attempt_at, id) WHERE status = 'pending' AND ordering_key IS NOT NULL;
 -- A failed job is redriven at most once (sendjobs_redrive, whose lock on the failed row
 -- keeps it so across this table and send_jobs_finished; this index stands behind it for
 -- the unfinished redrives). Partial: only redriven jobs have an entry, so the claim and

@@ -269,6 +269,8 @@ CREATE INDEX send_jobs_ordering_key_idx
     ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
 CREATE INDEX send_jobs_ordering_key_held_idx
     ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
+CREATE INDEX send_jobs_pending_keyed_idx
+    ON @extschema@.send_jobs (next_attempt_at, id) WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL;
 -- sendjobs_enqueue takes the key as a seventh argument (a call with six finds the new
 -- function, the key NULL): made again, the roles that could call it (producer, admin) may
 -- call the new one. The monitors, who read send_jobs' columns but the payload, read the
@@ -438,6 +440,7 @@ COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are 
 COMMENT ON COLUMN @extschema@.send_jobs_finished.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_held_idx IS 'Ordered keys: a job of the key in flight (jobs with a key and a lease only).';
+COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_idx IS 'Ordered jobs in claim order: the claim''s pass for them (pending jobs with a key only).';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
     'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
@@ -479,18 +482,55 @@ COMMENT ON CONSTRAINT sendjobs_consumers_read_check ON @extschema@.sendjobs_cons
 -- in pg_init_privs, and the dump's REVOKE of it failed the restore). So the initial
 -- privileges are set back to what a fresh install's are: the owner's, and PUBLIC's where
 -- the install script left them (the upgrade test compares the two).
+WITH kept AS (
+    SELECT ip.classoid, ip.objoid, ip.objsubid,
+           (SELECT pg_catalog.array_agg(item)
+              FROM pg_catalog.unnest(ip.initprivs) AS item
+             WHERE NOT EXISTS (
+                   SELECT FROM pg_catalog.aclexplode(ARRAY[item]) AS acl
+                    WHERE acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
+                      AND acl.grantee OPERATOR(pg_catalog.<>) acl.grantor)) AS initprivs,
+           CASE WHEN ip.objsubid OPERATOR(pg_catalog.<>) 0 THEN NULL
+                WHEN ip.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                THEN (SELECT pg_catalog.acldefault(CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'S'::pg_catalog."char"
+                                                        THEN 's'::pg_catalog."char" ELSE 'r'::pg_catalog."char" END,
+                                                   c.relowner)
+                        FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) ip.objoid)
+                WHEN ip.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+                THEN (SELECT pg_catalog.acldefault('f'::pg_catalog."char", p.proowner)
+                        FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) ip.objoid)
+           END AS default_privileges
+      FROM pg_catalog.pg_init_privs AS ip
+     WHERE ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+       AND EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                    WHERE d.classid OPERATOR(pg_catalog.=) ip.classoid
+                      AND d.objid OPERATOR(pg_catalog.=) ip.objoid
+                      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+                      AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
+                                                              WHERE e.extname OPERATOR(pg_catalog.=) 'sendjobs'::pg_catalog.name)
+                      AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char")
+),
+-- A row left with nothing, or with the privileges the object has by default, goes: a
+-- fresh install has none for it (a column's rights hold no owner's entry: the monitors'
+-- SELECT on ordering_key left nothing; the outbox's view and the consumers' table were
+-- granted nothing by a fresh install, so their owner's rights are the default).
+emptied AS (
+    DELETE FROM pg_catalog.pg_init_privs AS ip
+     USING kept
+     WHERE ip.classoid OPERATOR(pg_catalog.=) kept.classoid
+       AND ip.objoid OPERATOR(pg_catalog.=) kept.objoid
+       AND ip.objsubid OPERATOR(pg_catalog.=) kept.objsubid
+       AND ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+       AND (kept.initprivs IS NULL
+            OR kept.initprivs OPERATOR(pg_catalog.=) kept.default_privileges)
+)
 UPDATE pg_catalog.pg_init_privs AS ip
-   SET initprivs = (SELECT pg_catalog.array_agg(item)
-                      FROM pg_catalog.unnest(ip.initprivs) AS item
-                     WHERE NOT EXISTS (
-                           SELECT FROM pg_catalog.aclexplode(ARRAY[item]) AS acl
-                            WHERE acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
-                              AND acl.grantee OPERATOR(pg_catalog.<>) acl.grantor))
- WHERE ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
-   AND EXISTS (SELECT FROM pg_catalog.pg_depend AS d
-                WHERE d.classid OPERATOR(pg_catalog.=) ip.classoid
-                  AND d.objid OPERATOR(pg_catalog.=) ip.objoid
-                  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
-                  AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
-                                                          WHERE e.extname OPERATOR(pg_catalog.=) 'sendjobs'::pg_catalog.name)
-                  AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char");
+   SET initprivs = kept.initprivs
+  FROM kept
+ WHERE ip.classoid OPERATOR(pg_catalog.=) kept.classoid
+   AND ip.objoid OPERATOR(pg_catalog.=) kept.objoid
+   AND ip.objsubid OPERATOR(pg_catalog.=) kept.objsubid
+   AND ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+   AND kept.initprivs IS NOT NULL
+   AND (kept.default_privileges IS NULL
+        OR NOT kept.initprivs OPERATOR(pg_catalog.=) kept.default_privileges);

@@ -24,6 +24,9 @@ static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
 // locked by this claim (src/flow.rs).
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
+// Ordered jobs, after the turn of such claims (keyed_turn.sql).
+static CLAIM_KEYED: Statement = statement!("claim.sql", "keyed");
+static KEYED_TURN: Statement = statement!("keyed_turn.sql");
 static LIMITED_QUEUES: Statement = statement!("limited_queues.sql");
 static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
 
@@ -65,17 +68,18 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
             other_than: None,
             planning: Planning::Generic,
         };
-        if !claim_rounds(client, &round, batch, now, lease, &mut claimed)? {
-            return Ok(claimed);
-        }
+        let first = claim_rounds(client, &round, batch, now, lease, &mut claimed)?;
+        let mut keyed = first.keyed;
         // Flow control is in use where this claim would take from (claim.sql): the
         // queues without it first, then from each queue with it what its settings
-        // allow, under its lock. A claim from one queue waits for that queue's lock; a
-        // claim from any queue locks them in name order, skipping one that another claim
-        // holds (so two such claims never wait on each other).
-        let (queues, lock) = match queue {
-            Some(queue) => (vec![queue.to_owned()], Lock::Wait),
-            None => {
+        // allow, under its lock. A claim from one queue waits for that queue's lock (and
+        // takes its ordered jobs under it); a claim from any queue locks them in name
+        // order, skipping one that another claim holds (so two such claims never wait
+        // on each other).
+        let (queues, lock) = match (first.limited, queue) {
+            (false, _) => (Vec::new(), Lock::Wait),
+            (true, Some(queue)) => (vec![queue.to_owned()], Lock::Wait),
+            (true, None) => {
                 let queues: Vec<String> = LIMITED_QUEUES
                     .run(client, &[])?
                     .map(|row| row.get_by_name::<String, _>("queue"))
@@ -89,16 +93,28 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
                     other_than: Some(queues.clone()),
                     planning: Planning::ForTheValues,
                 };
-                claim_rounds(client, &round, batch, now, lease, &mut claimed)?;
+                keyed = claim_rounds(client, &round, batch, now, lease, &mut claimed)?.keyed;
                 (queues, Lock::Skip)
             }
         };
+        // Ordered jobs, left by the passes above: after the turn of such claims, in a
+        // snapshot that sees every one that committed (keyed_turn.sql).
+        if keyed && claimed.len() < batch {
+            KEYED_TURN.run(client, &[])?;
+            let round = Round {
+                claim: &CLAIM_KEYED,
+                queue,
+                other_than: (!queues.is_empty()).then(|| queues.clone()),
+                planning: Planning::Generic,
+            };
+            claim_rounds(client, &round, batch, wall_clock(), lease, &mut claimed)?;
+        }
         for queue in queues {
             let wanted = batch - claimed.len();
             if wanted == 0 {
                 break;
             }
-            let Some(allowance) = flow::allowance(client, &queue, wanted, now, lock)? else {
+            let Some(allowance) = flow::allowance(client, &queue, wanted, lock)? else {
                 continue;
             };
             if allowance.jobs == 0 {
@@ -115,7 +131,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
                 client,
                 &round,
                 before + allowance.jobs,
-                now,
+                allowance.now,
                 lease,
                 &mut claimed,
             )?;
@@ -133,11 +149,19 @@ struct Round<'a> {
     planning: Planning,
 }
 
+/// What a pass of the claim left to others (its last rows, claim.sql).
+#[derive(Default)]
+struct Left {
+    /// Queues with flow control (this pass claimed nothing).
+    limited: bool,
+    /// Pending ordered jobs, for the pass that takes them.
+    keyed: bool,
+}
+
 /// Runs a round's claim until `claimed` holds `batch` jobs or a round gives up on
 /// nothing: jobs that gave up took places in a round, so the next one claims again for
 /// those places. Each round finishes the jobs it gave up on, so the loop ends. Returns
-/// whether the statement found flow control in use and claimed nothing (its `limited`
-/// row).
+/// what the statement left to other passes.
 fn claim_rounds(
     client: &mut SpiClient<'_>,
     round: &Round<'_>,
@@ -145,8 +169,8 @@ fn claim_rounds(
     now: TimestampWithTimeZone,
     lease: Interval,
     claimed: &mut Vec<Job>,
-) -> Result<bool> {
-    let mut limited = false;
+) -> Result<Left> {
+    let mut left = Left::default();
     loop {
         let wanted = (batch - claimed.len()) as i64;
         let rows = round.claim.run_planned(
@@ -163,7 +187,11 @@ fn claim_rounds(
         let mut gave_up = Vec::new();
         for row in rows {
             if row.get_by_name::<bool, _>("limited")? == Some(true) {
-                limited = true;
+                left.limited = true;
+                continue;
+            }
+            if row.get_by_name::<bool, _>("keyed")? == Some(true) {
+                left.keyed = true;
                 continue;
             }
             if row.get_by_name::<bool, _>("gave_up")? == Some(true) {
@@ -179,12 +207,12 @@ fn claim_rounds(
             );
         }
         if gave_up.is_empty() {
-            return Ok(limited);
+            return Ok(left);
         }
         stamp_gave_up(client, &gave_up)?;
         wakeup::after_finish(client, None)?;
         if claimed.len() == batch {
-            return Ok(limited);
+            return Ok(left);
         }
     }
 }

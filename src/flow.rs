@@ -181,6 +181,9 @@ pub enum Lock {
 /// transaction): how many jobs its settings let this claim take.
 pub struct Allowance {
     pub jobs: usize,
+    /// The claim's instant, read again once the lock was taken: a claim that waited for
+    /// its turn still gives a full lease, and counts the leases that expired meanwhile.
+    pub now: TimestampWithTimeZone,
     bucket: Option<Bucket>,
 }
 
@@ -189,7 +192,7 @@ struct Bucket {
     at: TimestampWithTimeZone,
 }
 
-/// Locks `queue`'s settings and says how many of `wanted` jobs a claim at `now` may take:
+/// Locks `queue`'s settings and says how many of `wanted` jobs a claim may take now:
 /// none while it is paused; no more than its cap less its jobs in flight; no more than
 /// its whole tokens. None when the queue has no settings row (or, with `Lock::Skip`,
 /// another claim holds it).
@@ -197,7 +200,6 @@ pub fn allowance(
     client: &SpiClient<'_>,
     queue: &str,
     wanted: usize,
-    now: TimestampWithTimeZone,
     lock: Lock,
 ) -> Result<Option<Allowance>> {
     let statement = match lock {
@@ -208,9 +210,11 @@ pub fn allowance(
     let Some(row) = rows.into_iter().next() else {
         return Ok(None);
     };
+    let now = wall_clock();
     if row.get_by_name::<bool, _>("paused")? == Some(true) {
         return Ok(Some(Allowance {
             jobs: 0,
+            now,
             bucket: None,
         }));
     }
@@ -237,7 +241,7 @@ pub fn allowance(
         jobs = jobs.min(tokens.floor().max(0.0) as usize);
         bucket = Some(Bucket { tokens, at: now });
     }
-    Ok(Some(Allowance { jobs, bucket }))
+    Ok(Some(Allowance { jobs, now, bucket }))
 }
 
 /// Takes `claimed` jobs' tokens from the queue's bucket (a claim of a queue with a rate).

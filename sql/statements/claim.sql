@@ -1,5 +1,5 @@
 --- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
---- columns: job, gave_up, id, transaction_id, next_attempt_at, limited
+--- columns: job, gave_up, id, transaction_id, next_attempt_at, limited, keyed
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
@@ -18,7 +18,10 @@
 -- generic plan would guess the share of rows "queue <> ALL ($5)" keeps, and with one
 -- queue in the table guessed none: it sorted the whole backlog); and limited_queue, from
 -- queue $4, whose settings row the caller holds locked and whose allowance it passes as
--- $2 (src/flow.rs). $5 is unused by the others.
+-- $2 (src/flow.rs). And ordered jobs (a job with an ordering key): any_queue, one_queue
+-- and other_queues leave them to the variant keyed, run after a lock that makes such
+-- claims take turns (src/claim.rs); limited_queue takes them itself, under its queue's
+-- lock. $5 is unused by any_queue and one_queue.
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -53,33 +56,57 @@ limited AS MATERIALIZED (
 pending AS MATERIALIZED (
     SELECT id, next_attempt_at FROM ONLY @extschema@.send_jobs AS job
      WHERE status = 'pending' AND next_attempt_at <= $1
+--- variant any_queue
+       AND $4::text IS NULL
+       AND NOT EXISTS (SELECT FROM limited)
+       AND job.ordering_key IS NULL
+--- variant one_queue
+       AND queue = $4
+       AND NOT EXISTS (SELECT FROM limited)
+       AND job.ordering_key IS NULL
+--- variant other_queues
+       AND $4::text IS NULL
+       AND queue <> ALL ($5)
+       -- and none that has flow control since $5 was read (it has its lock to take)
+       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
+                        WHERE settings.queue = job.queue
+                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
+       AND job.ordering_key IS NULL
+--- variant keyed
+       AND job.ordering_key IS NOT NULL
+       AND ($4::text IS NULL OR queue = $4)
+       AND queue <> ALL (coalesce($5, '{}'))
+       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
+                        WHERE settings.queue = job.queue
+                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
+--- variant limited_queue
+       AND queue = $4
+--- end
+--- variant keyed
        -- An ordered job waits for every older unfinished job of its key, and for any of
        -- its key in flight (one of a younger id, enqueued by a transaction that committed
-       -- first); a job without a key is not looked at again.
+       -- first). The claims that test this take turns (src/claim.rs: a transaction-level
+       -- lock before this statement, so its snapshot sees every such claim that committed);
+       -- those of a queue with flow control take turns on the queue's lock.
+       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
+                        WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
+       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
+                        WHERE held.ordering_key = job.ordering_key
+                          AND held.lease_expires_at IS NOT NULL)
+--- variant limited_queue
        AND (job.ordering_key IS NULL
             OR NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
                             WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
                AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
                                 WHERE held.ordering_key = job.ordering_key
                                   AND held.lease_expires_at IS NOT NULL))
---- variant any_queue
-       AND $4::text IS NULL
-       AND NOT EXISTS (SELECT FROM limited)
---- variant one_queue
-       AND queue = $4
-       AND NOT EXISTS (SELECT FROM limited)
---- variant other_queues
-       AND $4::text IS NULL
-       AND queue <> ALL ($5)
---- variant limited_queue
-       AND queue = $4
 --- end
      ORDER BY next_attempt_at, id
      LIMIT $2
      FOR UPDATE SKIP LOCKED
 ),
 expired AS MATERIALIZED (
-    SELECT id, next_attempt_at, attempts >= max_attempts AS gave_up FROM ONLY @extschema@.send_jobs
+    SELECT id, next_attempt_at, attempts >= max_attempts AS gave_up FROM ONLY @extschema@.send_jobs AS job
      WHERE status = 'in_flight' AND lease_expires_at <= $1
        AND lease_expires_at IS NOT NULL
        AND claimed_at < $1
@@ -92,6 +119,14 @@ expired AS MATERIALIZED (
 --- variant other_queues
        AND $4::text IS NULL
        AND queue <> ALL ($5)
+       -- and none that has flow control since $5 was read (it has its lock to take)
+       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
+                        WHERE settings.queue = job.queue
+                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
+--- variant keyed
+       -- The other passes take the expired leases, ordered jobs' too (a reclaim keeps
+       -- the one job of its key in flight): none here.
+       AND false
 --- variant limited_queue
        AND queue = $4
 --- end
@@ -138,14 +173,31 @@ gave_up AS (
       FROM leaving
  RETURNING id, transaction_id, next_attempt_at
 )
-SELECT job, false AS gave_up, id, transaction_id, next_attempt_at, false AS limited FROM claimed
+SELECT job, false AS gave_up, id, transaction_id, next_attempt_at, false AS limited, false AS keyed FROM claimed
 UNION ALL
-SELECT NULL, true, id, transaction_id, next_attempt_at, false FROM gave_up
+SELECT NULL, true, id, transaction_id, next_attempt_at, false, false FROM gave_up
+-- The last rows say what this pass left to others: queues with flow control (limited),
+-- pending ordered jobs (keyed: one probe of send_jobs_pending_keyed_idx).
 --- variant any_queue
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true WHERE EXISTS (SELECT FROM limited)
+SELECT NULL, NULL, NULL, NULL, NULL, true, false WHERE EXISTS (SELECT FROM limited)
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, false, true
+ WHERE NOT EXISTS (SELECT FROM limited)
+   AND EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
 --- variant one_queue
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true WHERE EXISTS (SELECT FROM limited)
+SELECT NULL, NULL, NULL, NULL, NULL, true, false WHERE EXISTS (SELECT FROM limited)
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, false, true
+ WHERE NOT EXISTS (SELECT FROM limited)
+   AND EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
+--- variant other_queues
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, false, true
+ WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
 --- end
 ORDER BY next_attempt_at, id

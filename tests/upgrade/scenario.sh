@@ -15,7 +15,8 @@ sql -d upgrade -f tests/upgrade/populate.sql -o /dev/null
 # A role with the worker level of the previous release (0.1.0 had none): the update
 # keeps what it may call, also where it makes a function again (sendjobs_finalize_batch).
 if [ "$from" != 0.1.0 ]; then
-  sql -d upgrade -c "CREATE ROLE upgrade_worker" -c "SELECT sendjobs_grant('upgrade_worker', 'worker')" -o /dev/null
+  sql -d upgrade -c "CREATE ROLE upgrade_worker" -c "SELECT sendjobs_grant('upgrade_worker', 'worker')" \
+      -c "CREATE ROLE upgrade_monitor" -c "SELECT sendjobs_grant('upgrade_monitor', 'monitor')" -o /dev/null
 fi
 # A second database whose user points a foreign key at send_jobs: the update refuses it.
 "$PGBIN/createdb" referenced
@@ -101,7 +102,8 @@ sql -d fresh -c "CREATE EXTENSION sendjobs"
 # The same grant as the upgraded database's role has (both then show it in their ACLs;
 # only the upgraded one would also show it in its initial privileges, were it there).
 if [ "$from" != 0.1.0 ]; then
-  sql -d fresh -o /dev/null -c "SELECT sendjobs_grant('upgrade_worker', 'worker')"
+  sql -d fresh -o /dev/null -c "SELECT sendjobs_grant('upgrade_worker', 'worker')" \
+      -c "SELECT sendjobs_grant('upgrade_monitor', 'monitor')"
 fi
 sql -d upgrade -f tests/upgrade/catalog.sql >"$SENDJOBS_CLUSTER_DIR/upgraded.txt"
 sql -d fresh -f tests/upgrade/catalog.sql >"$SENDJOBS_CLUSTER_DIR/fresh.txt"
@@ -136,9 +138,11 @@ if [ "$from" != 0.1.0 ]; then
   sql -d restored -Atc "SELECT has_function_privilege('upgrade_worker',
                           'sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)', 'EXECUTE')" \
     | grep -qx t || { echo "upgrade: the restore lost the worker level's grant on sendjobs_finalize_batch" >&2; exit 1; }
+  sql -d restored -Atc "SELECT has_column_privilege('upgrade_monitor', 'send_jobs', 'ordering_key', 'SELECT')" \
+    | grep -qx t || { echo "upgrade: the restore lost the monitor level's new column" >&2; exit 1; }
   for db in upgrade restored fresh; do
-    sql -d "$db" -o /dev/null -c "DROP OWNED BY upgrade_worker"
+    sql -d "$db" -o /dev/null -c "DROP OWNED BY upgrade_worker, upgrade_monitor"
   done
-  sql -d upgrade -o /dev/null -c "DROP ROLE upgrade_worker"
+  sql -d upgrade -o /dev/null -c "DROP ROLE upgrade_worker, upgrade_monitor"
   log "the dump keeps the grants the update carried"
 fi

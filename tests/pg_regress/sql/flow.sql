@@ -53,6 +53,12 @@ SELECT id, claim_generation FROM sendjobs_claim(10, '1 minute', 'partner') ORDER
 -- A heartbeat extends a lease, and never makes room for more.
 SELECT sendjobs_heartbeat(3, 1, '2 minutes');
 SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute', 'partner');
+-- Nor does it revive a lease that expired: the cap's count left that job out, and a
+-- claim may have taken its place (elsewhere, an expired lease nobody reclaimed may be
+-- extended). Its finalize still applies.
+SELECT sendjobs_heartbeat(2, 2, '0 seconds') AS expires_now;
+SELECT sendjobs_heartbeat(2, 2, '1 minute') AS revived;
+SELECT sendjobs_finalize(2, 2, 'retry', NULL, now() + interval '1 hour') AS finalized;
 
 -------------------------------------------------------------------------------------
 -- A rate with bursts (a token bucket on the claims' clock)
