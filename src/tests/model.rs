@@ -4,7 +4,11 @@
 //! compared after every step. proptest shrinks a failure to a minimal sequence.
 //!
 //! The lifecycle is in it too: a claim that gives up on a job whose last lease expired,
-//! cancel, redrive (whose new job is then given a tick like any other) and purge.
+//! cancel, redrive (whose new job is then given a tick like any other) and purge. And
+//! flow control (docs/decisions/0013-flow-control-in-the-claim.md): ordering keys, a
+//! pause and a cap on the (one) queue's jobs in flight, which change what a claim takes
+//! and in which order (its passes: jobs without a key, then ordered jobs; or the limited
+//! queue's one pass).
 //!
 //! Time is controlled, not waited for: due times are fixed instants in the year 2000
 //! (a "tick" is one second after 2000-01-01), "future" is any instant after now, and a
@@ -48,8 +52,11 @@ mod tests {
             due: Due,
             linked: bool,
             key: Option<u8>,
+            order: Option<u8>,
             max_attempts: i32,
         },
+        Pause(bool),
+        Limit(Option<i32>),
         Claim {
             batch: i32,
             zero_lease: bool,
@@ -104,8 +111,11 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            4 => (due(), any::<bool>(), proptest::option::weighted(0.3, 0u8..3), 1i32..4)
-                .prop_map(|(due, linked, key, max_attempts)| Op::Enqueue { due, linked, key, max_attempts }),
+            4 => (due(), any::<bool>(), proptest::option::weighted(0.3, 0u8..3),
+                  proptest::option::weighted(0.4, 0u8..2), 1i32..4)
+                .prop_map(|(due, linked, key, order, max_attempts)| Op::Enqueue { due, linked, key, order, max_attempts }),
+            1 => any::<bool>().prop_map(Op::Pause),
+            1 => proptest::option::weighted(0.6, 1i32..3).prop_map(Op::Limit),
             4 => (1i32..4, any::<bool>()).prop_map(|(batch, zero_lease)| Op::Claim { batch, zero_lease }),
             5 => (
                 any::<usize>(),
@@ -142,6 +152,7 @@ mod tests {
         lease_expired: bool,
         transaction: Option<String>,
         event: Option<(&'static str, i64)>,
+        order: Option<u8>,
     }
 
     #[derive(Default, Debug)]
@@ -155,6 +166,19 @@ mod tests {
         /// same finalize made again is a repeat, applied again and changing nothing,
         /// while the job is still as it left it (decision 0012)
         finalized: HashMap<i64, (i64, &'static str)>,
+        /// The queue's flow control.
+        paused: bool,
+        cap: Option<i32>,
+    }
+
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Pass {
+        /// Jobs without an ordering key, and every expired lease.
+        Unordered,
+        /// Pending ordered jobs, after the turn of such claims.
+        Ordered,
+        /// The one pass of a queue with flow control.
+        Limited,
     }
 
     fn is_terminal(status: &str) -> bool {
@@ -183,40 +207,111 @@ mod tests {
 
         /// In claim order: a job whose last lease expired gives up (failed, its event, its
         /// business row stamped) and takes no place; the others are claimed, up to batch.
+        /// A pending ordered job is claimable when no older unfinished job of its key
+        /// exists and none of its key is in flight (as the round found them).
+        fn key_free(jobs: &[Job], job: &Job) -> bool {
+            let Some(order) = job.order else { return true };
+            !jobs.iter().any(|other| {
+                other.order == Some(order)
+                    && other.id != job.id
+                    && (other.status == "in_flight"
+                        || (other.id < job.id && matches!(other.status, "pending")))
+            })
+        }
+
+        /// The claim: its passes, each in rounds (a round takes up to what is wanted in
+        /// claim order, as the round's statement sees the jobs; jobs that gave up took
+        /// places, so another round claims for them).
         fn claim(&mut self, batch: i32, zero_lease: bool) -> Vec<(i64, i64)> {
-            let mut eligible: Vec<(Due, i64)> = self
+            let batch = batch as usize;
+            let mut claimed = Vec::new();
+            if self.paused {
+                return claimed;
+            }
+            if let Some(cap) = self.cap {
+                // The limited queue's one pass, ordered jobs tested, up to the cap.
+                let in_flight = self
+                    .jobs
+                    .iter()
+                    .filter(|job| job.status == "in_flight" && !job.lease_expired)
+                    .count();
+                let allowance = batch.min((cap as usize).saturating_sub(in_flight));
+                self.claim_pass(allowance, zero_lease, Pass::Limited, &mut claimed);
+                return claimed;
+            }
+            let keyed_pending = self
                 .jobs
                 .iter()
-                .filter(|job| {
-                    matches!(job.due, Due::Tick(_))
-                        && (job.status == "pending"
-                            || (job.status == "in_flight" && job.lease_expired))
-                })
-                .map(|job| (job.due, job.id))
-                .collect();
-            eligible.sort();
-            let mut claimed = Vec::new();
-            for (_, id) in eligible {
-                if claimed.len() == batch as usize {
-                    break;
-                }
-                let job = self.job_mut(id);
-                if job.status == "in_flight" && job.attempts >= job.max_attempts {
-                    job.status = "failed";
-                    job.lease_expired = false;
-                    job.event = Some(("failed", job.generation));
-                    if let Some(transaction) = job.transaction.clone() {
-                        self.guarded_update(&transaction, "failed");
-                    }
-                    continue;
-                }
-                job.status = "in_flight";
-                job.attempts += 1;
-                job.generation += 1;
-                job.lease_expired = zero_lease;
-                claimed.push((id, job.generation));
+                .any(|job| job.status == "pending" && job.order.is_some());
+            self.claim_pass(batch, zero_lease, Pass::Unordered, &mut claimed);
+            if keyed_pending && claimed.len() < batch {
+                self.claim_pass(batch, zero_lease, Pass::Ordered, &mut claimed);
             }
             claimed
+        }
+
+        fn claim_pass(
+            &mut self,
+            batch: usize,
+            zero_lease: bool,
+            pass: Pass,
+            claimed: &mut Vec<(i64, i64)>,
+        ) {
+            loop {
+                let wanted = batch.saturating_sub(claimed.len());
+                if wanted == 0 {
+                    return;
+                }
+                let snapshot = self.jobs.clone();
+                let mut eligible: Vec<(Due, i64)> = snapshot
+                    .iter()
+                    .filter(|job| matches!(job.due, Due::Tick(_)))
+                    // A claim made at this instant is never taken back by the same call
+                    // (claim.sql: claimed_at < now).
+                    .filter(|job| !claimed.iter().any(|(id, _)| *id == job.id))
+                    .filter(|job| match (pass, job.status) {
+                        (Pass::Unordered, "pending") => job.order.is_none(),
+                        (Pass::Ordered, "pending") => {
+                            job.order.is_some() && Self::key_free(&snapshot, job)
+                        }
+                        (Pass::Limited, "pending") => Self::key_free(&snapshot, job),
+                        (Pass::Unordered | Pass::Limited, "in_flight") => job.lease_expired,
+                        _ => false,
+                    })
+                    .map(|job| (job.due, job.id))
+                    .collect();
+                eligible.sort();
+                let mut gave_up = false;
+                let mut round = Vec::new();
+                for (_, id) in eligible.into_iter().take(wanted) {
+                    let job = self.job_mut(id);
+                    if job.status == "in_flight" && job.attempts >= job.max_attempts {
+                        job.status = "failed";
+                        job.lease_expired = false;
+                        job.event = Some(("failed", job.generation));
+                        if let Some(transaction) = job.transaction.clone() {
+                            self.guarded_update(&transaction, "failed");
+                        }
+                        gave_up = true;
+                        continue;
+                    }
+                    job.status = "in_flight";
+                    job.attempts += 1;
+                    job.generation += 1;
+                    job.lease_expired = zero_lease;
+                    round.push((job.due, id, job.generation));
+                }
+                // A round's rows come back in claim order.
+                round.sort();
+                claimed.extend(
+                    round
+                        .into_iter()
+                        .map(|(_, id, generation)| (id, generation)),
+                );
+                if !gave_up {
+                    return;
+                }
+            }
         }
 
         fn cancel(&mut self, id: i64) -> &'static str {
@@ -347,7 +442,8 @@ mod tests {
                                      THEN extract(epoch FROM j.next_attempt_at - {EPOCH})::int8 END,
                                 coalesce(j.lease_expires_at <= clock_timestamp(), false),
                                 j.transaction_id, e.kind, e.claim_generation,
-                                (SELECT count(*) FROM send_job_events x WHERE x.job_id = j.id)
+                                (SELECT count(*) FROM send_job_events x WHERE x.job_id = j.id),
+                                substr(j.ordering_key, 7)::int2
                            FROM send_jobs j LEFT JOIN send_job_events e ON e.job_id = j.id
                           ORDER BY j.id"
                     ),
@@ -377,6 +473,7 @@ mod tests {
                         transaction: row.get::<String>(8).unwrap(),
                         event: kind
                             .map(|kind| (status(&kind), row.get::<i64>(10).unwrap().unwrap())),
+                        order: row.get::<i16>(12).unwrap().map(|order| order as u8),
                     }
                 })
                 .collect::<Vec<_>>()
@@ -406,6 +503,7 @@ mod tests {
                 due,
                 linked,
                 key,
+                order,
                 max_attempts,
             } => {
                 let transaction = linked.then(|| format!("t{index}"));
@@ -418,10 +516,11 @@ mod tests {
                 }
                 let id = sut_one::<i64>(&format!(
                     "SELECT sendjobs_enqueue('{{}}', run_at => {}, transaction_id => {}, idempotency_key => {},
-                                             max_attempts => {max_attempts})",
+                                             max_attempts => {max_attempts}, ordering_key => {})",
                     due_sql(due),
                     transaction.as_ref().map_or("NULL".into(), |t| format!("'{t}'")),
                     key.map_or("NULL".into(), |k| format!("'key-{k}'")),
+                    order.map_or("NULL".into(), |o| format!("'order-{o}'")),
                 ));
                 match key.and_then(|k| model.keys.get(&k)) {
                     Some(&existing) if existing != id => {
@@ -442,9 +541,27 @@ mod tests {
                             lease_expired: false,
                             transaction,
                             event: None,
+                            order,
                         });
                     }
                 }
+            }
+            Op::Pause(paused) => {
+                let call = if paused {
+                    "sendjobs_pause"
+                } else {
+                    "sendjobs_resume"
+                };
+                Spi::run(&format!("SELECT {call}('default')")).unwrap();
+                model.paused = paused;
+            }
+            Op::Limit(cap) => {
+                let cap_sql = cap.map_or("NULL".into(), |cap| cap.to_string());
+                Spi::run(&format!(
+                    "SELECT sendjobs_limit('default', max_in_flight => {cap_sql})"
+                ))
+                .unwrap();
+                model.cap = cap;
             }
             Op::Claim { batch, zero_lease } => {
                 let lease = if zero_lease { "0 seconds" } else { "1 hour" };
@@ -545,8 +662,13 @@ mod tests {
                     "SELECT sendjobs_heartbeat({}, {generation}, '{lease}')",
                     job.id
                 ));
+                let capped = model.cap.is_some();
                 let current = model.job_mut(job.id);
-                let want = if current.status == "in_flight" && current.generation == generation {
+                // In a capped queue an expired lease is not extended (decision 0013).
+                let want = if current.status == "in_flight"
+                    && current.generation == generation
+                    && !(capped && current.lease_expired)
+                {
                     current.lease_expired = zero_lease;
                     "applied"
                 } else {
@@ -627,6 +749,7 @@ mod tests {
                         lease_expired: false,
                         transaction: job.transaction.clone(),
                         event: None,
+                        order: job.order,
                     });
                     if let Some(transaction) = &job.transaction {
                         model.guarded_update(transaction, "pending");
