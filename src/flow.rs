@@ -10,6 +10,7 @@ use pgrx::spi::SpiClient;
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
 use crate::statements::{first, statement, Statement};
+use crate::wakeup;
 
 static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");
 static QUEUE_LIMIT_SAVE: Statement = statement!("queue_limit_save.sql");
@@ -18,7 +19,6 @@ static QUEUE_LOCK_WAIT: Statement = statement!("queue_lock.sql", "wait");
 static QUEUE_LOCK_SKIP: Statement = statement!("queue_lock.sql", "skip");
 static QUEUE_IN_FLIGHT: Statement = statement!("queue_in_flight.sql");
 static QUEUE_TOKENS_SAVE: Statement = statement!("queue_tokens_save.sql");
-static WAKEUP: Statement = statement!("wakeup.sql");
 
 /// The most claims a second a rate may allow (the CHECK of sendjobs_queues agrees).
 const MAX_RATE: f64 = 1_000_000.0;
@@ -42,7 +42,7 @@ fn set_paused(queue: Option<&str>, paused: bool) -> Result<()> {
     Spi::connect_mut(|client| {
         QUEUE_PAUSE_SAVE.run(client, &[queue.into(), paused.into()])?;
         if !paused {
-            WAKEUP.run(client, &[queue.into()])?;
+            wakeup::wake_queue(client, queue)?;
         }
         Ok(())
     })

@@ -13,8 +13,8 @@
 //! file with its declared types and checks its result columns against the declaration.
 //!
 //! A file may hold variants of its statement: the lines after `--- variant NAME` belong
-//! to variant NAME only, up to the next `--- variant` or `--- end`; every other line
-//! belongs to all variants. Comment lines are dropped, so what the server logs and
+//! to variant NAME only (after `--- variant A, B`, to A and B), up to the next
+//! `--- variant` or `--- end`; every other line belongs to all variants. Comment lines are dropped, so what the server logs and
 //! pg_stat_statements show is the statement alone. `@extschema@` is left for
 //! `spi_plans` to replace.
 //!
@@ -173,8 +173,8 @@ pub fn parse(file: &str, source: &str, wanted: Option<&str>) -> Parsed {
                 params = Some(declared(list).map(|param| parameter(file, param)).collect());
             } else if let Some(list) = marker.strip_prefix("columns:") {
                 columns = Some(declared(list).map(str::to_owned).collect());
-            } else if let Some(name) = marker.strip_prefix("variant ") {
-                keep = Some(name.trim()) == wanted;
+            } else if let Some(names) = marker.strip_prefix("variant ") {
+                keep = variant_names(names).any(|name| Some(name) == wanted);
                 found |= keep;
             } else {
                 assert_eq!(marker, "end", "{file}: an unknown marker {marker:?}");
@@ -196,6 +196,12 @@ pub fn parse(file: &str, source: &str, wanted: Option<&str>) -> Parsed {
         types,
         columns: columns.unwrap_or_else(|| panic!("{file}: no \"--- columns:\" line")),
     }
+}
+
+/// The variants a `--- variant` marker names (after `variant `): one, or a
+/// comma-separated list.
+pub fn variant_names(names: &str) -> impl Iterator<Item = &str> {
+    names.split(',').map(str::trim)
 }
 
 /// The items of a declaration's comma-separated list; `none` is the empty list.

@@ -96,6 +96,17 @@ pub fn after_enqueue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
     Ok(())
 }
 
+/// Wakes the workers of `queue` at commit, whatever its wake-up setting (a resume of a
+/// paused queue): once per (sub)transaction, an enqueue into it after this sends none.
+pub fn wake_queue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
+    if decided(|d| d.queues.get(queue).copied()) == Some(true) {
+        return Ok(());
+    }
+    WAKEUP.run(client, &[queue.into()])?;
+    decided(|d| d.queues.insert(queue.to_owned(), true));
+    Ok(())
+}
+
 /// After jobs finished (each its own event): the first time in this (sub)transaction,
 /// wake the outbox's consumers when it has any. `readers` is whether it has, when the
 /// caller's statement already said (the finalize's does); None looks it up.

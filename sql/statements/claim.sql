@@ -42,15 +42,13 @@
 -- (a lease of 0 expires at once), so the rounds src/claim.rs runs after jobs gave up
 -- cannot take back, or give up on, what an earlier round of the same call claimed.
 WITH
---- variant any_queue
+--- variant any_queue, one_queue
 limited AS MATERIALIZED (
     SELECT queue FROM @extschema@.sendjobs_queues
-     WHERE paused OR max_in_flight IS NOT NULL OR rate IS NOT NULL
-),
+     WHERE (paused OR max_in_flight IS NOT NULL OR rate IS NOT NULL)
 --- variant one_queue
-limited AS MATERIALIZED (
-    SELECT queue FROM @extschema@.sendjobs_queues
-     WHERE queue = $4 AND (paused OR max_in_flight IS NOT NULL OR rate IS NOT NULL)
+       AND queue = $4
+--- variant any_queue, one_queue
 ),
 --- end
 pending AS MATERIALIZED (
@@ -67,33 +65,24 @@ pending AS MATERIALIZED (
 --- variant other_queues
        AND $4::text IS NULL
        AND queue <> ALL ($5)
-       -- and none that has flow control since $5 was read (it has its lock to take)
-       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
-                        WHERE settings.queue = job.queue
-                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
        AND job.ordering_key IS NULL
 --- variant keyed
        AND job.ordering_key IS NOT NULL
        AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL (coalesce($5, '{}'))
+--- variant other_queues, keyed
+       -- and none that has flow control since $5 was read (it has its lock to take)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
                         WHERE settings.queue = job.queue
                           AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
 --- variant limited_queue
        AND queue = $4
---- end
---- variant keyed
+--- variant keyed, limited_queue
        -- An ordered job waits for every older unfinished job of its key, and for any of
        -- its key in flight (one of a younger id, enqueued by a transaction that committed
        -- first). The claims that test this take turns (src/claim.rs: a transaction-level
        -- lock before this statement, so its snapshot sees every such claim that committed);
        -- those of a queue with flow control take turns on the queue's lock.
-       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
-                        WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
-       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
-                        WHERE held.ordering_key = job.ordering_key
-                          AND held.lease_expires_at IS NOT NULL)
---- variant limited_queue
        AND (job.ordering_key IS NULL
             OR NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
                             WHERE older.ordering_key = job.ordering_key AND older.id < job.id)

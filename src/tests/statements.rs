@@ -40,6 +40,22 @@ mod parsing {
     }
 
     #[test]
+    fn lines_may_belong_to_several_variants() {
+        let file = "--- params: none\n--- columns: x\nSELECT 1\n--- variant a, b\n  + 2\n\
+            --- variant c\n  + 3\n--- end\n  AS x\n";
+        for variant in ["a", "b"] {
+            assert_eq!(
+                parse("f", file, Some(variant)).text,
+                "SELECT 1\n  + 2\n  AS x\n"
+            );
+        }
+        assert_eq!(
+            parse("f", file, Some("c")).text,
+            "SELECT 1\n  + 3\n  AS x\n"
+        );
+    }
+
+    #[test]
     #[should_panic(expected = "no variant")]
     fn an_unknown_variant_is_a_mistake() {
         parse("f", FILE, Some("c"));
@@ -69,7 +85,7 @@ mod tests {
     use pgrx::prelude::*;
     use pgrx::{PgList, PgTupleDesc};
 
-    use crate::statements::{parse, Parsed};
+    use crate::statements::{parse, variant_names, Parsed};
 
     /// The names of the columns `parsed` returns, as the server prepares it with the
     /// declared parameter types (an undeclared or wrongly typed parameter fails here).
@@ -109,11 +125,16 @@ mod tests {
             let path = entry.unwrap().path();
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
             let source = std::fs::read_to_string(&path).unwrap();
-            let mut variants: Vec<Option<&str>> = source
+            let mut variants: Vec<Option<&str>> = Vec::new();
+            for name in source
                 .lines()
                 .filter_map(|line| line.trim().strip_prefix("--- variant "))
-                .map(|name| Some(name.trim()))
-                .collect();
+                .flat_map(variant_names)
+            {
+                if !variants.contains(&Some(name)) {
+                    variants.push(Some(name));
+                }
+            }
             if variants.is_empty() {
                 variants.push(None);
             }
