@@ -5,10 +5,10 @@
 -- the catalog of an upgraded database with a fresh one, comments and rights included.
 
 -- Functions: the API.
-COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) IS
-    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids).';
+COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) IS
+    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids), priority (0 to 10080: minutes of head start in the claim order).';
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
-    'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, oldest next_attempt_at first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
+    'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
     'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, or when this claim was already finalized with this outcome (a repeat, say after a lost answer: nothing changes again); else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
@@ -73,7 +73,7 @@ COMMENT ON COLUMN @extschema@.send_jobs.idempotency_key IS 'Unique when set: enq
 COMMENT ON COLUMN @extschema@.send_jobs.status IS 'pending, in_flight, sent, failed or cancelled (the last three are terminal).';
 COMMENT ON COLUMN @extschema@.send_jobs.attempts IS 'Claims so far; each claim adds one.';
 COMMENT ON COLUMN @extschema@.send_jobs.max_attempts IS 'The most claims the job gets: a retry finalize at attempts >= max_attempts fails the job, and so does an expired lease there (the next claim gives up on it).';
-COMMENT ON COLUMN @extschema@.send_jobs.next_attempt_at IS 'When the job is due; also its place in the claim order (an expired lease keeps it).';
+COMMENT ON COLUMN @extschema@.send_jobs.next_attempt_at IS 'When the job is due; less its priority, its place in the claim order (an expired lease keeps it).';
 COMMENT ON COLUMN @extschema@.send_jobs.claimed_at IS 'When the last claim was made (database clock).';
 COMMENT ON COLUMN @extschema@.send_jobs.lease_expires_at IS 'End of the current claim''s lease, exactly while in_flight; after it the job can be claimed again.';
 COMMENT ON COLUMN @extschema@.send_jobs.claim_generation IS 'The fencing token: grows by one with every claim; finalize and heartbeat apply only with the current one.';
@@ -82,9 +82,11 @@ COMMENT ON COLUMN @extschema@.send_jobs.created_at IS 'When the job was enqueued
 COMMENT ON COLUMN @extschema@.send_jobs.finished_at IS 'When the job became terminal; NULL until then.';
 COMMENT ON COLUMN @extschema@.send_jobs.redrive_of IS 'The failed job this one sends again (sendjobs_redrive), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
+COMMENT ON COLUMN @extschema@.send_jobs.priority IS 'Minutes of head start in the claim order: the job is claimed as if it had been due this much earlier (sendjobs_enqueue), 0 by default.';
 COMMENT ON CONSTRAINT send_jobs_state_check ON @extschema@.send_jobs IS
     'The row rule (sendjobs_job_state_is_valid): known status, a lease and claim time exactly while in_flight, finished_at exactly when terminal, counters in range.';
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
+COMMENT ON STATISTICS @extschema@.send_jobs_claim_order_stats IS 'The claim order''s statistics (the planner reads none of a partial index''s expressions).';
 COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
 COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';
@@ -170,7 +172,7 @@ COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was coun
 COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
 
 -- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
-REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) FROM PUBLIC;

@@ -265,16 +265,33 @@ END $$;
 -- columns then come in the order a fresh install has. No row is rewritten (a NULL
 -- column); the indexes are on send_jobs alone, and only jobs with a key have entries.
 ALTER TABLE @extschema@.send_jobs ADD COLUMN ordering_key text;
+-- Priorities, the same way: a column with a constant default (no row is rewritten), and
+-- the claim's pending indexes made again in the claim order it now has (the due time
+-- less the head start: sql/schema.sql). Their builds read send_jobs' pending jobs once
+-- each, under the update's lock.
+ALTER TABLE @extschema@.send_jobs ADD COLUMN priority smallint NOT NULL DEFAULT 0;
+DROP INDEX @extschema@.send_jobs_pending_idx;
+DROP INDEX @extschema@.send_jobs_pending_queue_idx;
+CREATE INDEX send_jobs_pending_idx
+    ON @extschema@.send_jobs ((pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    WHERE status OPERATOR(pg_catalog.=) 'pending';
+CREATE INDEX send_jobs_pending_queue_idx
+    ON @extschema@.send_jobs (queue, (pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    WHERE status OPERATOR(pg_catalog.=) 'pending';
+CREATE STATISTICS @extschema@.send_jobs_claim_order_stats
+    ON ((pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)))
+    FROM @extschema@.send_jobs;
 CREATE INDEX send_jobs_ordering_key_idx
     ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
 CREATE INDEX send_jobs_ordering_key_held_idx
     ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
 CREATE INDEX send_jobs_pending_keyed_idx
-    ON @extschema@.send_jobs (next_attempt_at, id) WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL;
--- sendjobs_enqueue takes the key as a seventh argument (a call with six finds the new
--- function, the key NULL): made again, the roles that could call it (producer, admin) may
--- call the new one. The monitors, who read send_jobs' columns but the payload, read the
--- new one too.
+    ON @extschema@.send_jobs ((pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL;
+-- sendjobs_enqueue takes the key and the priority as a seventh and an eighth argument (a
+-- call with six finds the new function, the key NULL, the priority 0): made again, the
+-- roles that could call it (producer, admin) may call the new one. The monitors, who read
+-- send_jobs' columns but the payload, read the new ones too.
 DO $$
 DECLARE
     producers pg_catalog.regrole[];
@@ -303,18 +320,19 @@ BEGIN
         "transaction_id" TEXT DEFAULT NULL,
         "idempotency_key" TEXT DEFAULT NULL,
         "max_attempts" INT DEFAULT NULL,
-        "ordering_key" TEXT DEFAULT NULL
+        "ordering_key" TEXT DEFAULT NULL,
+        "priority" INT DEFAULT 0
     ) RETURNS bigint
     VOLATILE PARALLEL UNSAFE
     LANGUAGE c
     AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_enqueue_wrapper';
-    REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) FROM PUBLIC;
+    REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) FROM PUBLIC;
     FOREACH role IN ARRAY coalesce(producers, '{}') LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) TO %s',
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) TO %s',
                                   role);
     END LOOP;
     FOREACH role IN ARRAY coalesce(monitors, '{}') LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT (ordering_key) ON TABLE @extschema@.send_jobs TO %s', role);
+        EXECUTE pg_catalog.format('GRANT SELECT (ordering_key, priority) ON TABLE @extschema@.send_jobs TO %s', role);
     END LOOP;
 END $$;
 
@@ -434,12 +452,21 @@ COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was coun
 COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
-COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text) IS
-    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids).';
+COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) IS
+    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids), priority (0 to 10080: minutes of head start in the claim order).';
 COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_held_idx IS 'Ordered keys: a job of the key in flight (jobs with a key and a lease only).';
+COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
+    'Claims up to batch jobs in one statement (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. Each becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. queue NULL means any queue. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
+COMMENT ON COLUMN @extschema@.send_jobs.priority IS 'Minutes of head start in the claim order: the job is claimed as if it had been due this much earlier (sendjobs_enqueue), 0 by default.';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.priority IS 'Minutes of head start in the claim order: the job is claimed as if it had been due this much earlier (sendjobs_enqueue), 0 by default.';
+COMMENT ON COLUMN @extschema@.send_jobs.next_attempt_at IS 'When the job is due; less its priority, its place in the claim order (an expired lease keeps it).';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.next_attempt_at IS 'When the job is due; less its priority, its place in the claim order (an expired lease keeps it).';
+COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
+COMMENT ON STATISTICS @extschema@.send_jobs_claim_order_stats IS 'The claim order''s statistics (the planner reads none of a partial index''s expressions).';
+COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
 COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_idx IS 'Ordered jobs in claim order: the claim''s pass for them (pending jobs with a key only).';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
     'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';

@@ -17,9 +17,11 @@ static ENQUEUE_FIND_BY_KEY: Statement = statement!("enqueue_find_by_key.sql");
 
 /// Adds a job and returns its id. A job that already has `idempotency_key` is returned
 /// as it is: nothing is created and nothing about it changes. Jobs that share an
-/// `ordering_key` are claimed one at a time, in the order of their ids
+/// `ordering_key` are claimed one at a time, in the order of their ids; a job's
+/// `priority` is the minutes of head start it has in the claim order
 /// (docs/decisions/0013-flow-control-in-the-claim.md).
 #[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::too_many_arguments)] // one per argument of the SQL function
 fn sendjobs_enqueue(
     payload: Option<JsonB>,
     queue: default!(Option<&str>, "'default'"),
@@ -28,8 +30,9 @@ fn sendjobs_enqueue(
     idempotency_key: default!(Option<&str>, "NULL"),
     max_attempts: default!(Option<i32>, "NULL"),
     ordering_key: default!(Option<&str>, "NULL"),
+    priority: default!(Option<i32>, "0"),
 ) -> i64 {
-    or_raise(enqueue(
+    or_raise(enqueue(Arguments {
         payload,
         queue,
         run_at,
@@ -37,19 +40,35 @@ fn sendjobs_enqueue(
         idempotency_key,
         max_attempts,
         ordering_key,
-    ))
+        priority,
+    }))
 }
 
-fn enqueue(
+/// A call's arguments, as SQL passed them (NULL: None).
+struct Arguments<'a> {
     payload: Option<JsonB>,
-    queue: Option<&str>,
+    queue: Option<&'a str>,
     run_at: Option<TimestampWithTimeZone>,
-    transaction_id: Option<&str>,
-    idempotency_key: Option<&str>,
+    transaction_id: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
     max_attempts: Option<i32>,
-    ordering_key: Option<&str>,
-) -> Result<i64> {
+    ordering_key: Option<&'a str>,
+    priority: Option<i32>,
+}
+
+fn enqueue(arguments: Arguments<'_>) -> Result<i64> {
+    let Arguments {
+        payload,
+        queue,
+        run_at,
+        transaction_id,
+        idempotency_key,
+        max_attempts,
+        ordering_key,
+        priority,
+    } = arguments;
     let payload = required(payload, "payload")?;
+    let priority = priority_in_range(required(priority, "priority")?)?;
     if let Some(key) = ordering_key {
         ordering_key_in_range(key)?;
     }
@@ -89,6 +108,7 @@ fn enqueue(
                     max_attempts.into(),
                     id_sequence.into(),
                     ordering_key.into(),
+                    priority.into(),
                 ],
             )?,
             "id",
@@ -121,6 +141,20 @@ fn enqueue(
             )),
         }
     })
+}
+
+/// The longest head start, in minutes: a week. A claim reads past the jobs whose head
+/// start reaches before a due time still to come (claim.sql), so it is kept to what a
+/// partner's backlog needs.
+const MAX_PRIORITY_MINUTES: i32 = 7 * 24 * 60;
+
+fn priority_in_range(priority: i32) -> Result<i16> {
+    if !(0..=MAX_PRIORITY_MINUTES).contains(&priority) {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "priority must be 0 to {MAX_PRIORITY_MINUTES} (minutes of head start in the claim order), got {priority}"
+        )));
+    }
+    Ok(priority as i16)
 }
 
 /// The longest ordering key: its index entries must stay well under a B-tree's limit.

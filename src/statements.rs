@@ -142,6 +142,7 @@ pub fn first<T: FromDatum + IntoDatum>(rows: SpiTupleTable<'_>, name: &str) -> R
 fn type_oid(name: &str) -> Option<pg_sys::Oid> {
     Some(match name {
         "bool" => pg_sys::BOOLOID,
+        "int2" => pg_sys::INT2OID,
         "int4" => pg_sys::INT4OID,
         "int8" => pg_sys::INT8OID,
         "int8[]" => pg_sys::INT8ARRAYOID,

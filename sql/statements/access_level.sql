@@ -8,7 +8,7 @@
 -- name would end the literal.
 SELECT level.privilege
   FROM (VALUES
-    ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text)'),
+    ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)'),
     ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_cancel(bigint)'),
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_claim(integer, interval, text)'),
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_heartbeat(bigint, bigint, interval)'),
@@ -18,12 +18,12 @@ SELECT level.privilege
     -- monitor: the stats, and reading the queue and the outbox, payloads excluded
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
-    ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key) ON TABLE {schema}.send_jobs'),
+    ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority) ON TABLE {schema}.send_jobs'),
     ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers'),
     -- relay: reading the outbox for a consumer (which moves its position)
     ('relay',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
     -- admin: every function, and reading every table
-    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_claim(integer, interval, text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_heartbeat(bigint, bigint, interval)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_finalize(bigint, bigint, text, text, timestamptz)'),

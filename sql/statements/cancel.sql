@@ -13,10 +13,10 @@ cancelled AS (
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
-            last_error, created_at, finished_at, redrive_of, ordering_key)
+            last_error, created_at, finished_at, redrive_of, ordering_key, priority)
     SELECT id, queue, payload, transaction_id, idempotency_key, 'cancelled', attempts,
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
-           last_error, created_at, $2, redrive_of, ordering_key
+           last_error, created_at, $2, redrive_of, ordering_key, priority
       FROM leaving
  RETURNING id
 )

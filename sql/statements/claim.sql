@@ -1,5 +1,5 @@
 --- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
---- columns: job, gave_up, id, transaction_id, next_attempt_at, limited, keyed
+--- columns: job, gave_up, id, transaction_id, claim_order, limited, keyed
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
@@ -31,8 +31,14 @@
 -- allows no row locks under UNION, hence one CTE per branch; when both branches have
 -- rows, up to $2 rows that lose the merge stay locked (not claimed) until the caller's
 -- transaction ends. Every CTE is MATERIALIZED so the UPDATE touches exactly the rows the
--- LIMITs picked. An expired row keeps its place by next_attempt_at, so reclaimed work is
+-- LIMITs picked. An expired row keeps its place in the claim order, so reclaimed work is
 -- not starved behind a pending backlog.
+-- The claim order (claim_order) is the due time less the job's head start (priority, in
+-- minutes), as a UTC timestamp: the expression of the pending indexes (sql/schema.sql),
+-- written here as it is there, so the planner matches it; a job without priority is
+-- ordered by its due time. "claim_order <= $1" is the index's bound (a due job's order is
+-- at most its due time); "next_attempt_at <= $1" then drops the jobs whose head start
+-- reaches before a due time still to come (heap rows the claim reads anyway).
 -- "lease_expires_at IS NOT NULL" is implied by "<= $1" but not redundant: under the
 -- generic plan "<= $1" is costed as a third of the table whatever the statistics say,
 -- while the null test is costed from the share of rows that hold a lease; without it,
@@ -52,8 +58,11 @@ limited AS MATERIALIZED (
 ),
 --- end
 pending AS MATERIALIZED (
-    SELECT id, next_attempt_at FROM ONLY @extschema@.send_jobs AS job
-     WHERE status = 'pending' AND next_attempt_at <= $1
+    SELECT id, pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
+      FROM ONLY @extschema@.send_jobs AS job
+     WHERE status = 'pending'
+       AND pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone('UTC', $1)
+       AND next_attempt_at <= $1
 --- variant any_queue
        AND $4::text IS NULL
        AND NOT EXISTS (SELECT FROM limited)
@@ -90,12 +99,13 @@ pending AS MATERIALIZED (
                                 WHERE held.ordering_key = job.ordering_key
                                   AND held.lease_expires_at IS NOT NULL))
 --- end
-     ORDER BY next_attempt_at, id
+     ORDER BY claim_order, id
      LIMIT $2
      FOR UPDATE SKIP LOCKED
 ),
 expired AS MATERIALIZED (
-    SELECT id, next_attempt_at, attempts >= max_attempts AS gave_up FROM ONLY @extschema@.send_jobs AS job
+    SELECT id, pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order, attempts >= max_attempts AS gave_up
+      FROM ONLY @extschema@.send_jobs AS job
      WHERE status = 'in_flight' AND lease_expires_at <= $1
        AND lease_expires_at IS NOT NULL
        AND claimed_at < $1
@@ -119,15 +129,15 @@ expired AS MATERIALIZED (
 --- variant limited_queue
        AND queue = $4
 --- end
-     ORDER BY next_attempt_at, id
+     ORDER BY claim_order, id
      LIMIT $2
      FOR UPDATE SKIP LOCKED
 ),
 picked AS MATERIALIZED (
-    SELECT id, next_attempt_at, false AS gave_up FROM pending
+    SELECT id, claim_order, false AS gave_up FROM pending
     UNION ALL
-    SELECT id, next_attempt_at, gave_up FROM expired
-    ORDER BY next_attempt_at, id
+    SELECT id, claim_order, gave_up FROM expired
+    ORDER BY claim_order, id
     LIMIT $2
 ),
 claimed AS (
@@ -139,7 +149,7 @@ claimed AS (
            claim_generation = job.claim_generation + 1
       FROM picked
      WHERE job.id = picked.id AND NOT picked.gave_up
- RETURNING job, job.next_attempt_at, job.id, job.transaction_id
+ RETURNING job, picked.claim_order, job.id, job.transaction_id
 ),
 -- The jobs that gave up leave send_jobs for send_jobs_finished, failed (sql/schema.sql).
 leaving AS (
@@ -153,18 +163,18 @@ gave_up AS (
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
-            last_error, created_at, finished_at, redrive_of, ordering_key)
+            last_error, created_at, finished_at, redrive_of, ordering_key, priority)
     SELECT id, queue, payload, transaction_id, idempotency_key, 'failed', attempts,
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
            pg_catalog.concat('sendjobs: gave up: the lease of attempt ', attempts,
                ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
-           created_at, $1, redrive_of, ordering_key
+           created_at, $1, redrive_of, ordering_key, priority
       FROM leaving
- RETURNING id, transaction_id, next_attempt_at
+ RETURNING id, transaction_id, pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
 )
-SELECT job, false AS gave_up, id, transaction_id, next_attempt_at, false AS limited, false AS keyed FROM claimed
+SELECT job, false AS gave_up, id, transaction_id, claim_order, false AS limited, false AS keyed FROM claimed
 UNION ALL
-SELECT NULL, true, id, transaction_id, next_attempt_at, false, false FROM gave_up
+SELECT NULL, true, id, transaction_id, claim_order, false, false FROM gave_up
 -- The last rows say what this pass left to others: queues with flow control (limited),
 -- pending ordered jobs (keyed: one probe of send_jobs_pending_keyed_idx).
 --- variant any_queue
@@ -189,4 +199,4 @@ SELECT NULL, NULL, NULL, NULL, NULL, false, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
 --- end
-ORDER BY next_attempt_at, id
+ORDER BY claim_order, id

@@ -58,11 +58,11 @@ finished AS (
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
-            last_error, created_at, finished_at, redrive_of, ordering_key, outcome)
+            last_error, created_at, finished_at, redrive_of, ordering_key, priority, outcome)
     SELECT id, queue, payload, transaction_id, idempotency_key,
            CASE WHEN $3 = 'retry' THEN 'failed' ELSE $3 END, attempts,
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
-           coalesce($8, last_error), created_at, $4, redrive_of, ordering_key, $3
+           coalesce($8, last_error), created_at, $4, redrive_of, ordering_key, priority, $3
       FROM leaving
  RETURNING id, status, attempts, transaction_id
 ),

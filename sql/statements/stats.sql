@@ -10,8 +10,8 @@
 --     an index. A count is then hits x slice width; its error is about 1/sqrt(hits).
 --     Counting 1,000,000 index entries exactly takes about 100 ms on a 2-core machine,
 --     the sample about 10 ms.
---   * Ready and scheduled jobs, per queue: up to 1,001 entries of the pending index are
---     counted. Past 1,000, the sample runs, and a count it puts above 30,000 from at
+--   * Ready and scheduled jobs, per queue: up to 1,001 entries of the pending index (in
+--     claim order, on each side of $1) are counted. Past 1,000, the sample runs, and a count it puts above 30,000 from at
 --     least 64 hits is taken from it (for a count of 10,000 or less, 64 hits would be
 --     three times the hits expected at the least: that does not happen by chance). Any
 --     other is counted up to 10,001 entries: exact up to 10,000, the sample's above.
@@ -35,22 +35,26 @@ WITH RECURSIVE pending_queues AS (
      WHERE seen.queue IS NOT NULL
 ),
 pending_cells AS (
-    -- Per queue and state (ready, scheduled): up to 1,001 entries in index order, their
-    -- count, and the lowest id among them (where the sample's slices start).
-    SELECT q.queue, state.ready, state.due_from, state.due_until,
-           first.n, first.low_id, first.oldest_due
+    -- Per queue and range of the claim order (ahead: up to $1, behind: after it), up to
+    -- 1,001 entries in index order, their count, how many are due (all of the ahead range
+    -- but a job whose head start reaches before a due time still to come: claim.sql; none
+    -- of the behind range), the lowest id among them (where the sample's slices start).
+    SELECT q.queue, state.ready, state.from_order, state.until_order,
+           first.n, first.n_due, first.low_id, first.oldest_due
       FROM pending_queues AS q
-     CROSS JOIN (VALUES (true, '-infinity'::timestamptz, $1),
+     CROSS JOIN (VALUES (true, '-infinity'::timestamp, pg_catalog.timezone('UTC', $1)),
                         -- after $1: timestamps step by a microsecond
-                        (false, $1 + interval '1 microsecond', 'infinity'::timestamptz))
-                 AS state(ready, due_from, due_until)
+                        (false, pg_catalog.timezone('UTC', $1) + interval '1 microsecond', 'infinity'::timestamp))
+                 AS state(ready, from_order, until_order)
      CROSS JOIN LATERAL (
-           SELECT pg_catalog.count(*) AS n, pg_catalog.min(entry.id) AS low_id,
-                  pg_catalog.min(entry.next_attempt_at) AS oldest_due
-             FROM (SELECT job.id, job.next_attempt_at FROM ONLY @extschema@.send_jobs AS job
+           SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE entry.due) AS n_due,
+                  pg_catalog.min(entry.id) AS low_id,
+                  pg_catalog.min(entry.next_attempt_at) FILTER (WHERE entry.due) AS oldest_due
+             FROM (SELECT job.id, job.next_attempt_at, job.next_attempt_at <= $1 AS due
+                     FROM ONLY @extschema@.send_jobs AS job
                     WHERE job.status = 'pending' AND job.queue = q.queue
-                      AND job.next_attempt_at BETWEEN state.due_from AND state.due_until
-                    ORDER BY job.next_attempt_at LIMIT 1001) AS entry) AS first
+                      AND pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) BETWEEN state.from_order AND state.until_order
+                    ORDER BY pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) LIMIT 1001) AS entry) AS first
      WHERE q.queue IS NOT NULL
 ),
 pending_slices AS (
@@ -80,23 +84,30 @@ pending_sampled AS (
 ),
 pending_counted AS (
     -- The cells past 1,000 the sample does not put clearly above 10,000: up to 10,001.
-    SELECT c.queue, c.ready, counted.n
+    SELECT c.queue, c.ready, counted.n, counted.n_due
       FROM pending_cells AS c
       LEFT JOIN pending_sampled AS s ON s.queue = c.queue AND s.ready = c.ready
      CROSS JOIN LATERAL (
-           SELECT pg_catalog.count(*) AS n
-             FROM (SELECT FROM ONLY @extschema@.send_jobs AS job
+           SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE entry.due) AS n_due
+             FROM (SELECT job.next_attempt_at <= $1 AS due FROM ONLY @extschema@.send_jobs AS job
                     WHERE job.status = 'pending' AND job.queue = c.queue
-                      AND job.next_attempt_at BETWEEN c.due_from AND c.due_until
-                    ORDER BY job.next_attempt_at LIMIT 10001) AS entry) AS counted
+                      AND pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) BETWEEN c.from_order AND c.until_order
+                    ORDER BY pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) LIMIT 10001) AS entry) AS counted
      WHERE c.n > 1000 AND NOT (coalesce(s.hits, 0) >= 64 AND s.estimate > 30000)
 ),
 pending_cell_counts AS (
-    -- Exact up to 10,000; an estimate is never below the 10,001 counted.
-    SELECT c.queue, c.ready, c.oldest_due,
-           CASE WHEN c.n <= 1000 THEN c.n
-                WHEN k.n <= 10000 THEN k.n
-                ELSE greatest(10001, pg_catalog.round(coalesce(s.estimate, 0))::int8) END AS n,
+    -- Exact up to 10,000 entries: the due ones are ready, the others scheduled. Past that,
+    -- each cell is its state's estimate (from the sample, which tells the states apart by
+    -- next_attempt_at), never below the 10,001 counted.
+    SELECT c.queue, c.oldest_due,
+           CASE WHEN c.n <= 1000 THEN c.n_due
+                WHEN k.n <= 10000 THEN k.n_due
+                WHEN c.ready THEN greatest(10001, pg_catalog.round(coalesce(s.estimate, 0))::int8)
+                ELSE 0 END AS ready,
+           CASE WHEN c.n <= 1000 THEN c.n - c.n_due
+                WHEN k.n <= 10000 THEN k.n - k.n_due
+                WHEN c.ready THEN 0
+                ELSE greatest(10001, pg_catalog.round(coalesce(s.estimate, 0))::int8) END AS scheduled,
            c.n > 1000 AND coalesce(k.n, 10001) > 10000 AS estimated
       FROM pending_cells AS c
       LEFT JOIN pending_counted AS k ON k.queue = c.queue AND k.ready = c.ready
@@ -104,10 +115,10 @@ pending_cell_counts AS (
 ),
 pending AS (
     SELECT queue,
-           pg_catalog.sum(n) FILTER (WHERE ready)::int8 AS ready,
-           pg_catalog.sum(n) FILTER (WHERE NOT ready)::int8 AS scheduled,
+           pg_catalog.sum(ready)::int8 AS ready,
+           pg_catalog.sum(scheduled)::int8 AS scheduled,
            pg_catalog.bool_or(estimated) AS estimated,
-           pg_catalog.min(oldest_due) FILTER (WHERE ready) AS oldest_due
+           pg_catalog.min(oldest_due) AS oldest_due
       FROM pending_cell_counts
      GROUP BY queue
 ),

@@ -155,3 +155,61 @@ SELECT sendjobs_enqueue('{}', 'ledger', ordering_key => '');
 SELECT sendjobs_enqueue('{}', 'ledger', ordering_key => repeat('k', 257));
 \set VERBOSITY default
 SELECT sendjobs_enqueue('{}', 'ledger', ordering_key => '');
+
+-------------------------------------------------------------------------------------
+-- Priorities: minutes of head start in the claim order
+-------------------------------------------------------------------------------------
+
+-- Due 30 and 5 minutes ago without priority; due now with 10 and 60 minutes of head
+-- start; due in a minute with 60.
+SELECT count(*) AS enqueued FROM (
+    SELECT sendjobs_enqueue(jsonb_build_object('job', name), 'prio', run_at => now() + due, priority => head_start)
+      FROM (VALUES ('old', interval '-30 minutes', 0), ('recent', '-5 minutes', 0),
+                   ('urgent-10', '0', 10), ('urgent-60', '0', 60), ('later-60', '1 minute', 60))
+           AS v(name, due, head_start)) AS e;
+CREATE TEMP VIEW prio AS
+    SELECT id, payload->>'job' AS job, status, priority FROM send_jobs WHERE queue = 'prio';
+-- The claim order is the due time less the head start: urgent-60 (60 minutes ahead of
+-- now), old (30), urgent-10 (10), recent (5). A head start never makes a job due early:
+-- later-60 stays. And it is bounded: old, due for longer than urgent-10's head start,
+-- goes before it (no job waits behind newer ones for longer than their head start).
+SELECT n, c.payload->>'job' AS claimed, c.priority
+  FROM sendjobs_claim(10, '1 minute', 'prio') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, n)
+ ORDER BY n;
+-- later-60's claim order is before now, its due time is not: scheduled, not ready.
+SELECT queue, ready, scheduled, in_flight FROM sendjobs_stats() WHERE queue = 'prio';
+-- An expired lease keeps its place: urgent-10's goes before a job due now.
+SELECT sendjobs_heartbeat(id, 1, '0 seconds') AS expires_now FROM prio WHERE job = 'urgent-10';
+SELECT sendjobs_enqueue('{"job": "fresh"}', 'prio') IS NOT NULL AS enqueued;
+SELECT n, c.payload->>'job' AS claimed, c.claim_generation
+  FROM sendjobs_claim(10, '1 minute', 'prio') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, n)
+ ORDER BY n;
+-- A retry keeps its head start, a capped queue obeys it, and so does the claim from any
+-- queue: urgent-60, retried due now, goes before fresh, retried due 5 minutes ago.
+SELECT sendjobs_finalize(id, 1, 'retry', 'HTTP 503', now()) FROM prio WHERE job = 'urgent-60';
+SELECT sendjobs_finalize(id, 1, 'retry', 'HTTP 503', now() - interval '5 minutes') FROM prio WHERE job = 'fresh';
+SELECT sendjobs_limit('prio', max_in_flight => 10);
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(1, '1 minute', 'prio') AS c;
+SELECT sendjobs_limit('prio');
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(1, '1 minute') AS c;
+-- Ordered jobs: within a key, id order whatever the priority; across keys, claim order.
+SELECT count(*) AS enqueued FROM (
+    SELECT sendjobs_enqueue(jsonb_build_object('job', name), 'prio-keyed', ordering_key => key, priority => head_start)
+      FROM (VALUES ('k1-first', 'k1', 0), ('k1-second', 'k1', 60), ('k2-only', 'k2', 0), ('k3-only', 'k3', 60))
+           AS v(name, key, head_start)) AS e;
+SELECT n, c.payload->>'job' AS claimed
+  FROM sendjobs_claim(10, '1 minute', 'prio-keyed') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, n)
+ ORDER BY n;
+-- The priority goes with the job into its history, and with a redrive into the new job.
+SELECT sendjobs_finalize(id, 2, 'failed', 'HTTP 400') FROM prio WHERE job = 'urgent-10';
+SELECT job, status, priority FROM prio WHERE job = 'urgent-10';
+SELECT new_id IS NOT NULL AS redriven FROM sendjobs_redrive(ARRAY(SELECT id FROM prio WHERE job = 'urgent-10'));
+SELECT job, status, priority FROM prio WHERE job = 'urgent-10' AND status = 'pending';
+-- Bad priorities: 0 to 10080 minutes (a week).
+\set VERBOSITY sqlstate
+SELECT sendjobs_enqueue('{}', 'prio', priority => -1);
+SELECT sendjobs_enqueue('{}', 'prio', priority => 10081);
+SELECT sendjobs_enqueue('{}', 'prio', priority => NULL);
+\set VERBOSITY default
+SELECT sendjobs_enqueue('{}', 'prio', priority => 10081);
+SELECT count(*) AS jobs FROM prio;

@@ -12,16 +12,20 @@ DROP EXTENSION IF EXISTS sendjobs CASCADE;
 RESET client_min_messages;
 CREATE EXTENSION sendjobs;
 
--- Buffers read by the claim's pending scan when no job is due: up to 4 (the metapage, the
--- root, an inner page, a leaf) when the index holds no dead entries, one more per page of
--- them (23 here without the cleanup, seen with vacuum_index_cleanup = auto).
+-- Buffers read by the claim's pending scan (in claim order, as claim.sql reads it) when
+-- no job is due: up to 4 (the metapage, the root, an inner page, a leaf) when the index
+-- holds no dead entries, one more per page of them (23 here without the cleanup, seen
+-- with vacuum_index_cleanup = auto).
 CREATE FUNCTION pg_temp.pages_read_to_find_no_due_job() RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     plan json;
 BEGIN
     EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-             SELECT id FROM send_jobs WHERE status = ''pending'' AND next_attempt_at <= now()
-              ORDER BY next_attempt_at, id LIMIT 1' INTO plan;
+             SELECT id FROM send_jobs
+              WHERE status = ''pending''
+                AND timezone(''UTC'', next_attempt_at) - make_interval(mins => priority) <= timezone(''UTC'', now())
+                AND next_attempt_at <= now()
+              ORDER BY timezone(''UTC'', next_attempt_at) - make_interval(mins => priority), id LIMIT 1' INTO plan;
     RETURN (plan -> 0 -> 'Plan' ->> 'Shared Hit Blocks')::int
          + (plan -> 0 -> 'Plan' ->> 'Shared Read Blocks')::int;
 END $$;
