@@ -19,9 +19,9 @@ log() { printf '\n== demo.sh: %s\n' "$*"; }
 log "setup, then building and installing the extension into $("$PG_CONFIG" --version)"
 install_extension
 
-# Speed over durability for the demo (no crash here); PGHOST, PGPORT, PGUSER and
-# PGDATABASE tell the demo where the cluster is.
+# Speed over durability for the demo (no crash here); commit times for the checker's
+# ordering keys; PGHOST, PGPORT, PGUSER and PGDATABASE tell the demo where the cluster is.
 log "running python3 -m soak.demo $* against a throwaway cluster"
 exec "$PYTHON" -B tests/cluster.py run --name sendjobs-demo \
   -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
-  -- "$PYTHON" -B -m soak.demo "$@"
+  -c track_commit_timestamp=on -- "$PYTHON" -B -m soak.demo "$@"

@@ -1,6 +1,6 @@
 """The invariant checker: one function per invariant of docs/contract.md (durability,
 14, first; then 1 to 8; then those of the lifecycle functions of 0.2.0: cancel 10,
-redrive 11, purge 12, stats 13), each comparing the three records of a run -- the
+redrive 11, purge 12, stats 13; then the relay's 15 and flow control's 16 to 19), each comparing the three records of a run -- the
 partner's record of every send, the harness's record of every call and the database with
 its witness rows (how they are kept, and why they stay true across crashes and failovers:
 tests/soak/records.py) -- and adding what it finds to the run's `Violations` under a
@@ -14,12 +14,13 @@ back to its worker. The finished jobs seeded before the run (for the purge) are 
 out of every check but the purge's.
 """
 
+import bisect
 import collections
 import math
 import datetime as dt
 
-from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, REDRIVE_STAMP, STATS_COLUMNS, TERMINAL,
-                      TERMINAL_BUSINESS, fmt_ts, ts)
+from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, LIMITED_QUEUE, LIMITS, REDRIVE_STAMP,
+                      STATS_COLUMNS, TERMINAL, TERMINAL_BUSINESS, fmt_ts, ts)
 
 WITNESSED = ("claim", "heartbeat", "finalize", "cancel")  # the calls that write a witness row
 
@@ -327,10 +328,25 @@ def check_fencing(ev, V):
                 V.add("heartbeat applied with an old generation",
                       f"{where}: the row is {h['status']} at gen {h['post_gen']}")
         elif h["result"] == "stale":
-            if h["status"] == "in_flight" and h["post_gen"] == h["gen"]:
+            if h["status"] == "in_flight" and h["post_gen"] == h["gen"] and not expired_in_capped_queue(ev, h):
                 V.add("heartbeat refused while holding the job", f"{where}: row still in_flight at that generation")
         else:
             V.add("heartbeat returned an unknown value", f"{where}: {h['result']!r}")
+
+
+def expired_in_capped_queue(ev, h):
+    """A heartbeat of the capped partner's job whose lease had ended when its witness was
+    written (the lease as the claim and the applied heartbeats before this one left it):
+    refused by design, since the cap's count left the job out (invariant 17)."""
+    j = ev.jobs.get(h["job"])
+    claim = ev.claim_of.get((h["job"], h["gen"]))
+    if j is None or j["queue"] != LIMITED_QUEUE or claim is None or not claim["lease_end"]:
+        return False
+    end = ts(claim["lease_end"])
+    for x in ev.hbs.get((h["job"], h["gen"]), []):
+        if x is not h and x["result"] == "applied" and x["lease_end"] is not None and ts(x["at"]) < ts(h["at"]):
+            end = max(end, ts(x["lease_end"]))
+    return ts(h["at"]) >= end
 
 
 # ----------------------------------------------------------------------------------
@@ -822,6 +838,150 @@ def check_relay(ev, V, stats):
 
 
 # ----------------------------------------------------------------------------------
+# 16-19. flow control: the limited partner's pause, cap, rate and ordering keys
+# ----------------------------------------------------------------------------------
+
+def holdings(ev, queue):
+    """The claims of `queue`'s jobs as (start, end, job, gen): from the claim's instant to
+    the first of its lease end (heartbeats included, as the DB recorded them), its
+    applied finalize's witness and an applied cancel's witness. The witnesses are written
+    before their commit, so an end here is never later than when the job really freed
+    its place: a count of holdings never exceeds the claims' own."""
+    cancel_at = {}
+    for w in ev.db["cancels"]:
+        if w["result"] == "applied":
+            cancel_at[w["job"]] = ts(w["at"])
+    out = []
+    for jid, j in ev.jobs.items():
+        if j["queue"] != queue:
+            continue
+        for c in ev.claims.get(jid, []):
+            start = ts(c["claimed_at"])
+            end = ts(c["lease_end"]) if c["lease_end"] else start
+            for h in ev.hbs.get((jid, c["gen"]), []):
+                if h["result"] == "applied" and h["lease_end"] is not None:
+                    end = max(end, ts(h["lease_end"]))
+            f = ev.released(jid, c["gen"])
+            if f is not None:
+                end = min(end, ts(f["at"]))
+            if jid in cancel_at and cancel_at[jid] >= start:
+                end = min(end, cancel_at[jid])
+            out.append((start, end, jid, c["gen"]))
+    return out
+
+
+def check_pause(ev, V, stats):
+    """Invariant 16: no claim of the limited partner's jobs starts between a pause that
+    surely committed (its answer came back) and the first resume sent after it."""
+    windows = [(c["paused_by"], c["resume_sent"]) for c in ev.calls
+               if c["kind"] == "pause" and c.get("paused_by") and c.get("resume_sent")]
+    stats["pauses"] = len(windows)
+    for start, _, jid, gen in holdings(ev, LIMITED_QUEUE):
+        for paused_by, resume_sent in windows:
+            if paused_by < start < resume_sent:
+                V.add("claimed from a paused queue",
+                      f"job {jid} gen {gen} claimed at {fmt_ts(start)}, paused by {fmt_ts(paused_by)}, "
+                      f"resumed from {fmt_ts(resume_sent)}")
+
+
+def check_cap(ev, V, stats):
+    """Invariant 17: at no claim's instant do more than max_in_flight of the limited
+    partner's jobs hold an unexpired lease (claims of a capped queue take turns, and each
+    counts after its turn began: its own instant sees every earlier claim)."""
+    held = holdings(ev, LIMITED_QUEUE)
+    starts = sorted(h[0] for h in held)
+    ends = sorted(h[1] for h in held)
+    peak = 0
+    for start, _, jid, gen in held:
+        n = bisect.bisect_right(starts, start) - bisect.bisect_right(ends, start)
+        peak = max(peak, n)
+        if n > LIMITS["max_in_flight"]:
+            V.add("more jobs in flight than the queue's cap",
+                  f"{n} of {LIMITED_QUEUE} at {fmt_ts(start)} (job {jid} gen {gen}), cap {LIMITS['max_in_flight']}")
+    stats["cap_peak"] = peak
+
+
+def check_rate(ev, V, stats):
+    """Invariant 18: in any window of t seconds of the claims' clock the limited partner
+    had at most rate x t + burst claims. With its claims in time order t_1 <= t_2 <= ...,
+    for every i < j: j - i + 1 <= rate (t_j - t_i) + burst, that is a_j - a_i <= burst - 1
+    for a_k = k - rate t_k: the largest a_j less the smallest a_i before it."""
+    rate, burst = LIMITS["rate"], LIMITS["burst"]
+    times = sorted(h[0] for h in holdings(ev, LIMITED_QUEUE))
+    lowest, worst = None, None
+    for k, t in enumerate(times):
+        a = k - rate * t
+        if lowest is not None and (worst is None or a - lowest[0] > worst[0]):
+            worst = (a - lowest[0], lowest[1], k)
+        if lowest is None or a < lowest[0]:
+            lowest = (a, k)
+    if worst is not None and worst[0] > burst - 1 + 1e-6:
+        _, i, j = worst
+        V.add("claimed faster than the queue's rate",
+              f"{j - i + 1} claims of {LIMITED_QUEUE} from {fmt_ts(times[i])} to {fmt_ts(times[j])}: "
+              f"at most {rate * (times[j] - times[i]) + burst:.2f} (rate {rate}, burst {burst})")
+    stats["rate_claims"] = len(times)
+
+
+def check_ordering_keys(ev, V, stats):
+    """Invariant 19: a claim of a job of an ordering key never saw another job of its key
+    in flight, nor an older one (by id) unfinished. A claim's snapshot lies between its
+    instant and its commit; a job's hold of its key runs from its claim's commit to its
+    finish (an expired lease still holds it), of which the witnesses give a lower bound (a
+    lease's end, a finalize's or cancel's witness, written before their commit). So a
+    claim that began after another job's claim of the key committed and itself committed
+    before that job's lower bound saw both in flight; one that committed before an older
+    job's finish began (a finalize's transaction start, a cancel's witness, a give-up's
+    instant) saw it unfinished. Claims' commit times come from track_commit_timestamp
+    (on in the soak and the demo); without them nothing here is checked. The run has one
+    producer, whose chunks commit in id order: every older job of a key had committed."""
+    if any(c["committed_at"] is None for c in ev.db["claims"]):
+        stats["ordered_claims"] = 0
+        return
+    commit = {(c["job"], c["gen"]): ts(c["committed_at"]) for c in ev.db["claims"]}
+    by_key = collections.defaultdict(list)
+    for start, end, jid, gen in holdings(ev, LIMITED_QUEUE):
+        key = ev.jobs[jid]["ordering_key"]
+        if key is not None:
+            by_key[key].append((start, end, jid, gen, commit[(jid, gen)]))
+    for key, hs in by_key.items():
+        for a_start, a_end, a_job, a_gen, a_commit in hs:
+            for b_start, _, b_job, b_gen, b_commit in hs:
+                if b_job != a_job and a_commit <= b_start and b_commit <= a_end:
+                    V.add("two jobs of one ordering key in flight",
+                          f"key {key}: job {a_job} gen {a_gen} held from {fmt_ts(a_commit)} to at least "
+                          f"{fmt_ts(a_end)}, job {b_job} gen {b_gen} claimed at {fmt_ts(b_start)} and "
+                          f"committed at {fmt_ts(b_commit)}")
+    finish_began = {}
+    for jid, j in ev.jobs.items():
+        if j["status"] in TERMINAL:
+            tf = ev.terminal_finalizes.get(jid)
+            finish_began[jid] = ts(tf[0]["txn_start"]) if tf else ts(j["finished_at"])
+    for w in ev.db["cancels"]:
+        if w["result"] == "applied" and w["job"] in finish_began:
+            finish_began[w["job"]] = min(finish_began[w["job"]], ts(w["at"]))
+    lines = collections.defaultdict(list)
+    for jid in sorted(ev.jobs):
+        key = ev.jobs[jid]["ordering_key"]
+        if key is not None and ev.jobs[jid]["queue"] == LIMITED_QUEUE:
+            lines[key].append(jid)
+    ordered = 0
+    for key, jids in lines.items():
+        for older, younger in zip(jids, jids[1:]):
+            cs = ev.claims_in_order(younger)
+            if not cs:
+                continue
+            ordered += 1
+            first = commit[(younger, cs[0]["gen"])]
+            began = finish_began.get(older)
+            if began is None or first < began:
+                V.add("a job of an ordering key claimed before an older one finished",
+                      f"key {key}: job {younger}'s claim committed at {fmt_ts(first)}, job {older} "
+                      f"{'began to finish at ' + fmt_ts(began) if began is not None else 'unfinished'}")
+    stats["ordered_claims"] = ordered
+
+
+# ----------------------------------------------------------------------------------
 # all of them
 # ----------------------------------------------------------------------------------
 
@@ -846,9 +1006,9 @@ def count_outcomes(ev, stats):
 
 def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     """Checks the invariants of docs/contract.md (durability 14, then 1 to 8, then cancel
-    10, redrive 11, purge 12 and stats 13) against the three records: `db` from
-    records.read_database, the partner's requests, and the calls in ctx.record. Fills
-    `stats`; adds violations to ctx.violations."""
+    10, redrive 11, purge 12, stats 13, the relay 15 and flow control 16 to 19) against
+    the three records: `db` from records.read_database, the partner's requests, and the
+    calls in ctx.record. Fills `stats`; adds violations to ctx.violations."""
     ev = Evidence(ctx, db, partner_requests)
     V = ctx.violations
     check_durability(ev, V, stats)
@@ -865,5 +1025,9 @@ def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     check_purge(ev, V, stats)
     check_stats(ev, V)
     check_relay(ev, V, stats)
+    check_pause(ev, V, stats)
+    check_cap(ev, V, stats)
+    check_rate(ev, V, stats)
+    check_ordering_keys(ev, V, stats)
     count_outcomes(ev, stats)
     return stats

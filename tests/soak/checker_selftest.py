@@ -11,7 +11,7 @@ import copy
 import datetime as dt
 
 from .checker import check_everything, gave_up
-from .records import FINALIZED, GAVE_UP, TERMINAL, Record, Violations, ts
+from .records import FINALIZED, GAVE_UP, LIMITED_QUEUE, LIMITS, TERMINAL, Record, Violations, ts
 
 
 def _first(items, what):
@@ -470,6 +470,63 @@ def _mutations(ctx):
     @m("sendjobs_stats disagrees with the rows", "one job more in flight in a queue (a count that is always exact)")
     def _(db, sends, calls, plans, enq):
         _first(db["stats"]["rows"].values(), "stats row")["in_flight"] += 1
+
+    # -- flow control ------------------------------------------------------------------
+
+    def limited_claims(db):
+        return [c for c in db["claims"] if db["jobs"].get(c["job"], {}).get("queue") == LIMITED_QUEUE]
+
+    def copies(c, jobs, **fields):
+        """Claims of other jobs of the limited partner, as claim c was made (a claim that took
+        more than the limits allow, or the key's rule)."""
+        return [dict(c, job=j, gen=10 ** 6 + n, call=10 ** 12 + n, **fields) for n, j in enumerate(jobs)]
+
+    @m("more jobs in flight than the queue's cap", "one claim of the capped queue took its cap's worth more")
+    def _(db, sends, calls, plans, enq):
+        c = _first(limited_claims(db), "claim of the limited queue")
+        others = [j for j in sorted(db["jobs"]) if db["jobs"][j]["queue"] == LIMITED_QUEUE and j != c["job"]]
+        db["claims"] += copies(c, others[:LIMITS["max_in_flight"]])
+
+    @m("claimed faster than the queue's rate", "a burst's worth of claims more, at one instant, each released at once")
+    def _(db, sends, calls, plans, enq):
+        c = _first(limited_claims(db), "claim of the limited queue")
+        others = [j for j in sorted(db["jobs"]) if db["jobs"][j]["queue"] == LIMITED_QUEUE and j != c["job"]]
+        db["claims"] += copies(c, others[:LIMITS["burst"]], lease_end=c["claimed_at"])
+
+    @m("claimed from a paused queue", "a claim of the paused partner in the middle of a pause")
+    def _(db, sends, calls, plans, enq):
+        p = _first((c for c in calls if c["kind"] == "pause" and c.get("paused_by") and c.get("resume_sent")),
+                   "pause that came back")
+        c = _first(limited_claims(db), "claim of the limited queue")
+        at = dt.datetime.fromtimestamp((p["paused_by"] + p["resume_sent"]) / 2, dt.timezone.utc)
+        c.update(claimed_at=at, lease_end=at)
+
+    def key_pair(db):
+        """Two jobs of one ordering key, each claimed: (older, younger)."""
+        claimed = {c["job"] for c in db["claims"]}
+        lines = {}
+        for j in sorted(db["jobs"]):
+            key = db["jobs"][j]["ordering_key"]
+            if key is not None and j in claimed:
+                lines.setdefault(key, []).append(j)
+        line = _first((v for v in lines.values() if len(v) >= 2), "key with two claimed jobs")
+        return line[0], line[1]
+
+    @m("two jobs of one ordering key in flight", "a younger job of a key claimed while the older was held")
+    def _(db, sends, calls, plans, enq):
+        older, younger = key_pair(db)
+        c = claims_of(db, older)[0]
+        during = c["committed_at"] + dt.timedelta(microseconds=1)
+        db["claims"] += copies(c, [younger], claimed_at=during, committed_at=during)
+
+    @m("a job of an ordering key claimed before an older one finished",
+       "a younger job's first claim made (and committed) before its key's older job was claimed")
+    def _(db, sends, calls, plans, enq):
+        older, younger = key_pair(db)
+        first_of_older = claims_of(db, older)[0]
+        early = first_of_older["claimed_at"] - dt.timedelta(seconds=10)
+        for c in claims_of(db, younger)[:1]:
+            c.update(claimed_at=early, lease_end=early, committed_at=early)
 
     # -- the outbox's relay -----------------------------------------------------------
 

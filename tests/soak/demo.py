@@ -29,7 +29,7 @@ repository root:
 
     PYTHONPATH=tests python3 tests/cluster.py run --name sendjobs-demo -c fsync=off \
         -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
-        -- /usr/bin/python3 -B -m soak.demo
+        -c track_commit_timestamp=on -- /usr/bin/python3 -B -m soak.demo
 """
 
 import argparse

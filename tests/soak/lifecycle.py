@@ -10,7 +10,12 @@ run (release 0.2.0's lifecycle functions), every call recorded like a worker's.
              with a witness row in the cancel's own transaction (harness.cancels);
     redrive  a failed job or two (now and then one redriven before: the same new job
              must come back; or a job that is not failed: 55000, nothing changes);
-    purge    sendjobs_purge('1 hour', 500), again and again, while the workers run.
+    purge    sendjobs_purge('1 hour', 500), again and again, while the workers run;
+    pause    the limited partner's queue for about a second, then resume it: the call
+             records when its pause had surely committed (its answer came back) and
+             when the first resume was sent, between which no claim may take its jobs.
+             A pause whose answer was lost, or a resume that failed, is resumed again
+             until one comes back (at the latest when the chaos phase ends).
 The checker (tests/soak/checker.py) proves what each of them must and must not do.
 """
 
@@ -19,7 +24,7 @@ import time
 
 import psycopg2
 
-from .records import CANCEL_WITNESS_SQL, QUEUES, RELAY_SQL, stable_rng
+from .records import CANCEL_WITNESS_SQL, LIMITED_QUEUE, QUEUES, RELAY_SQL, stable_rng
 from .workers import Stopped, close_quietly, connect_until, connection_lost
 
 # ----------------------------------------------------------------------------------
@@ -80,13 +85,15 @@ class Operator(threading.Thread):
     it was meant to get) or `purge` (result: rows deleted); unknown when the answer
     never came back."""
 
-    def __init__(self, ctx, cancel_every=1.0, redrive_every=2.0, purge_every=0.5):
+    def __init__(self, ctx, cancel_every=1.0, redrive_every=2.0, purge_every=0.5, pause_every=6.0):
         super().__init__(name="operator", daemon=True)
         self.ctx = ctx
         self.rng = stable_rng(ctx.args.seed, "operator")
-        self.every = {"cancel": cancel_every, "redrive": redrive_every, "purge": purge_every}
+        self.every = {"cancel": cancel_every, "redrive": redrive_every, "purge": purge_every,
+                      "pause": pause_every}
         self.conn = None
         self.redriven = {}  # failed job -> its new job, from redrives that came back
+        self.paused_call = None  # the pause call whose queue is not known to be resumed
         self.done = threading.Event()
 
     def run(self):
@@ -94,10 +101,17 @@ class Operator(threading.Thread):
         try:
             while not self.ctx.stop.is_set() and self.ctx.chaos.is_set():
                 time.sleep(0.05)
+                if self.paused_call is not None:
+                    self.act("resume")
+                    continue
                 for action, at in due.items():
                     if time.monotonic() >= at:
                         due[action] = time.monotonic() + self.rng.uniform(0.5, 1.5) * self.every[action]
                         self.act(action)
+            # The drain needs the partner's queue open.
+            while self.paused_call is not None and not self.ctx.stop.is_set():
+                self.act("resume")
+                time.sleep(0.1)
         except Stopped:
             pass
         finally:
@@ -185,6 +199,29 @@ class Operator(threading.Thread):
         if isinstance(call["result"], dict):
             self.redriven.update(call["result"])
         self.ctx.record.count(f"redrive_{expect}")
+
+    def pause(self):
+        call = self.ctx.record.new_call("pause", "operator", queue=LIMITED_QUEUE)
+        self.paused_call = call  # resumed below, or by run() if this fails
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT sendjobs_pause(%s)", (LIMITED_QUEUE,))
+        except psycopg2.Error as e:
+            call["error"] = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            self.ctx.record.count("pause_unknown")
+            raise
+        call.update(known=True, result="paused", paused_by=time.time())
+        time.sleep(self.rng.uniform(0.5, 1.5))
+        self.resume()
+
+    def resume(self):
+        call = self.paused_call
+        call.setdefault("resume_sent", time.time())
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT sendjobs_resume(%s)", (LIMITED_QUEUE,))
+        call["t1"] = time.time()
+        self.paused_call = None
+        self.ctx.record.count("paused")
 
     def purge(self):
         def purge(cur, call):

@@ -54,6 +54,12 @@ import time
 import traceback
 
 QUEUES = ("acme", "globex")
+# A partner with limits (invariants 16-19 of docs/contract.md): its jobs carry ordering
+# keys (one of ORDERING_KEYS accounts each), its queue a cap and a rate, and the
+# operator pauses it now and then (tests/soak/lifecycle.py).
+LIMITED_QUEUE = "initech"
+LIMITS = {"max_in_flight": 4, "rate": 40.0, "burst": 8}
+ORDERING_KEYS = 12
 TERMINAL = ("sent", "failed", "cancelled")  # finished: the job never changes again
 FINALIZED = ("sent", "failed")              # what an applied terminal finalize (or a give-up) leaves
 TERMINAL_BUSINESS = ("success", "failed")
@@ -201,6 +207,7 @@ CREATE TRIGGER transactions_history AFTER UPDATE ON transactions
 
 SELECT sendjobs_guard_terminal('transactions');
 SELECT sendjobs_link_transactions('transactions', 'id', 'status');
+SELECT sendjobs_limit('{limited_queue}', {max_in_flight}, {rate}, {burst});
 
 -- Witness tables: one row per worker call, written in the call's own transaction.
 -- No constraints on purpose: the checker, not a unique index, must notice a repeat.
@@ -225,7 +232,7 @@ CREATE TABLE harness.cancels (
 CREATE TABLE harness.relayed (
     id bigserial PRIMARY KEY, job bigint NOT NULL, kind text NOT NULL,
     at timestamptz NOT NULL DEFAULT clock_timestamp());
-"""
+""".format(limited_queue=LIMITED_QUEUE, **LIMITS)
 
 # One read of the outbox for the relay and its witness rows, in one statement (the
 # caller's transaction moves the position and keeps the witness together).
@@ -280,10 +287,10 @@ def read_database(conn):
     with conn.cursor() as cur:
         cur.execute("SELECT id, status, claim_generation, attempts, max_attempts, transaction_id,"
                     "       idempotency_key, next_attempt_at, lease_expires_at, finished_at, last_error,"
-                    "       redrive_of, queue, payload FROM public.send_jobs")
+                    "       redrive_of, queue, payload, ordering_key FROM public.send_jobs")
         db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
                                       "next_at", "lease_end", "finished_at", "last_error", "redrive_of",
-                                      "queue", "payload"), r)) for r in cur.fetchall()}
+                                      "queue", "payload", "ordering_key"), r)) for r in cur.fetchall()}
         cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue,"
                     "       event_xid::text::bigint FROM public.send_job_events")
         db["events"] = collections.defaultdict(list)
@@ -296,8 +303,12 @@ def read_database(conn):
         db["history"] = collections.defaultdict(list)
         for txn, old, new in cur.fetchall():
             db["history"][txn].append((old, new))
-        cur.execute("SELECT call_id, job, gen, claimed_at, lease_end, worker FROM harness.claims ORDER BY id")
-        db["claims"] = [dict(zip(("call", "job", "gen", "claimed_at", "lease_end", "worker"), r))
+        # A claim's commit time too (the ordering keys' check: tests/soak/checker.py).
+        cur.execute("SELECT call_id, job, gen, claimed_at, lease_end, worker,"
+                    "       CASE WHEN current_setting('track_commit_timestamp')::bool"
+                    "            THEN pg_xact_commit_timestamp(xmin) END"
+                    "  FROM harness.claims ORDER BY id")
+        db["claims"] = [dict(zip(("call", "job", "gen", "claimed_at", "lease_end", "worker", "committed_at"), r))
                         for r in cur.fetchall()]
         cur.execute("SELECT call_id, job, gen, result, status_after, gen_after, lease_end, at"
                     "  FROM harness.heartbeats ORDER BY id")

@@ -3,6 +3,8 @@ checker's stats and the record's counters), and the two-column table they print 
 Each main adds its own lines (faults, run time, violations) before printing.
 """
 
+from .records import LIMITED_QUEUE, LIMITS
+
 
 def summary_lines(ctx, stats):
     """The lines both the demo and the soak print about a checked run."""
@@ -38,6 +40,10 @@ def summary_lines(ctx, stats):
         ("retries", f"with retry_at {c['retry_retry_at']}, with backoff (retry_at NULL) {c['retry_backoff']}"),
         ("sends after own lease", f"{g('sends_after_own_lease')}  (information: a send that started after its"
                                   f" claim's lease end)"),
+        ("flow control", f"{LIMITED_QUEUE}: cap {LIMITS['max_in_flight']}, at most {g('cap_peak')} in flight;"
+                         f" rate {LIMITS['rate']:g}/s, burst {LIMITS['burst']}, {g('rate_claims')} claims;"
+                         f" {g('ordered_claims')} jobs claimed behind an older one of their key;"
+                         f" paused {g('pauses')} times"),
         ("guard refusals", f"{c['guard_refusals']} of {c['guard_attempts']} flips tried  "
                            f"(rowcount 0: {c['guard_refusals_rowcount0']}, with WARNING: {c['guard_warnings']};"
                            f" the row had moved on before the flip, by a redrive: {c['guard_flips_overtaken']})"),

@@ -21,7 +21,7 @@ import psycopg2
 import psycopg2.extras
 
 from .records import (CLAIM_SQL, FINALIZE_BATCH_WITNESS_SQL, FINALIZE_WITNESS_SQL, HEARTBEAT_WITNESS_SQL,
-                      QUEUES, Record, Violations, stable_rng)
+                      LIMITED_QUEUE, ORDERING_KEYS, QUEUES, Record, Violations, stable_rng)
 
 
 # ----------------------------------------------------------------------------------
@@ -96,11 +96,14 @@ def connect_until(ctx, name, settings=(), give_up=None):
 # ----------------------------------------------------------------------------------
 
 ENQUEUE_SQL = """
-WITH v AS MATERIALIZED (SELECT * FROM (VALUES %s) AS v(txn, amount, payload, queue, run_at, key, max_attempts)),
+WITH v AS MATERIALIZED (SELECT * FROM (VALUES %s) AS v(txn, amount, payload, queue, run_at, key, max_attempts,
+                                                       ordering_key, priority)),
      t AS (INSERT INTO public.transactions (id, amount_cents)
            SELECT txn, amount FROM v ON CONFLICT (id) DO NOTHING)
-SELECT v.key, sendjobs_enqueue(v.payload, v.queue, v.run_at, v.txn, v.key, v.max_attempts) FROM v"""
-ENQUEUE_TEMPLATE = "(%s::text, %s::bigint, %s::jsonb, %s::text, %s::timestamptz, %s::text, %s::int)"
+SELECT v.key, sendjobs_enqueue(v.payload, v.queue, v.run_at, v.txn, v.key, v.max_attempts, v.ordering_key,
+                               v.priority) FROM v"""
+ENQUEUE_TEMPLATE = ("(%s::text, %s::bigint, %s::jsonb, %s::text, %s::timestamptz, %s::text, %s::int, %s::text,"
+                    " %s::int)")
 
 
 def plan_job(seed, i, now, poison_share=0.0):
@@ -123,8 +126,15 @@ def plan_job(seed, i, now, poison_share=0.0):
         poison = "crash" if p.random() < 0.5 else "hang"
         payload["poison"] = poison
         max_attempts = p.choice((2, 3))
+    # Its own stream too: every tenth job is the limited partner's, ordered by account;
+    # a job in ten of the others has a head start in the claim order.
+    f = stable_rng(seed, "flow", i)
+    limited = i % 10 == 9
+    ordering_key = f"acct-{f.randrange(ORDERING_KEYS)}" if limited else None
+    priority = f.choice((5, 30)) if not limited and f.random() < 0.1 else 0
     return {
-        "i": i, "txn": txn, "amount": amount, "queue": QUEUES[i % 2],
+        "i": i, "txn": txn, "amount": amount, "queue": LIMITED_QUEUE if limited else QUEUES[i % 2],
+        "ordering_key": ordering_key, "priority": priority,
         "run_at": None if run_in is None else dt.datetime.fromtimestamp(now + run_in, dt.timezone.utc),
         "max_attempts": max_attempts, "key": f"pay-{txn}", "poison": poison,
         "payload": json.dumps(payload),
@@ -144,8 +154,8 @@ def enqueue_chunk(conn, plans):
     with conn.cursor() as cur:
         rows = psycopg2.extras.execute_values(
             cur, ENQUEUE_SQL,
-            [(p["txn"], p["amount"], p["payload"], p["queue"], p["run_at"], p["key"], p["max_attempts"])
-             for p in plans],
+            [(p["txn"], p["amount"], p["payload"], p["queue"], p["run_at"], p["key"], p["max_attempts"],
+              p["ordering_key"], p["priority"]) for p in plans],
             template=ENQUEUE_TEMPLATE, page_size=len(plans) + 1, fetch=True)
     return dict(rows)
 
@@ -233,7 +243,9 @@ class Worker(threading.Thread):
         self.incarnation = 0
         self.conn = None
         self.pid = None
-        self.queue = None if idx % 3 == 0 else QUEUES[idx % 2]
+        # Every third worker claims from any queue; of the others, those of idx 1 mod 4 the
+        # limited partner's by name.
+        self.queue = None if idx % 3 == 0 else LIMITED_QUEUE if idx % 4 == 1 else QUEUES[idx % 2]
         self.lease = lease
         self.lease_sql = f"{lease} seconds"
         self.hung = []  # poison jobs this worker hangs on: (job, outcome, error), not finalized yet
