@@ -22,10 +22,12 @@ fn sendjobs_cancel(id: Option<i64>) -> &'static str {
 fn cancel(id: Option<i64>) -> Result<&'static str> {
     let id = required(id, "id")?;
     Spi::connect_mut(|client| {
-        if !CANCEL
-            .run(client, &[id.into(), wall_clock().into()])?
-            .is_empty()
-        {
+        let rows = CANCEL.run(client, &[id.into(), wall_clock().into()])?;
+        if !rows.is_empty() {
+            // A job in flight in a capped queue frees a place: wake its workers.
+            if let Some(queue) = rows.first().get_by_name::<String, _>("capped_queue")? {
+                wakeup::wake_queue(client, &queue)?;
+            }
             wakeup::after_finish(client, None)?;
             return Ok(APPLIED);
         }

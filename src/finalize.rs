@@ -205,12 +205,19 @@ fn finalize(
         // Whether the outbox has consumers to wake, once a claim finished its job (the
         // statement says it on every row).
         let mut readers = None;
+        // The capped queues a job of this call left in flight in (a place came free).
+        let mut freed = Vec::new();
         for (row, &(id, generation)) in rows.into_iter().zip(claims) {
             let Some(status) = row.get_by_name::<String, _>("status")? else {
                 unapplied.push((id, generation));
                 answers.push(None);
                 continue;
             };
+            if let Some(queue) = row.get_by_name::<String, _>("capped_queue")? {
+                if !freed.contains(&queue) {
+                    freed.push(queue);
+                }
+            }
             let stamp = Stamp::of_status(&status);
             if stamp.is_some() && readers.is_none() {
                 readers = Some(row.get_by_name::<bool, _>("readers")? == Some(true));
@@ -240,6 +247,9 @@ fn finalize(
         stamp_each(client, &to_stamp)?;
         if readers.is_some() {
             wakeup::after_finish(client, readers)?;
+        }
+        for queue in &freed {
+            wakeup::wake_queue(client, queue)?;
         }
         Ok(answers)
     })

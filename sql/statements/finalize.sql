@@ -1,5 +1,5 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
---- columns: id, status, attempts, transaction_id, readers
+--- columns: id, status, attempts, transaction_id, readers, capped_queue
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
 -- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and per claim what
 -- the caller and the business-row stamp need. A terminal result's row in
@@ -17,7 +17,10 @@
 -- NULL status here; what its job is, and whether it was already finalized so, is looked
 -- up afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
 -- records the outcome that finished it ("outcome": how a repeat is recognised).
--- "readers": whether the outbox has consumers to wake (src/wakeup.rs).
+-- "readers": whether the outbox has consumers to wake (src/wakeup.rs); "capped_queue": the
+-- job's queue when it has a cap on its jobs in flight, whose workers a finish wakes (a
+-- place came free: docs/decisions/0013-flow-control-in-the-claim.md). The capped queues
+-- are read once per statement (a hashed subplan of the few rows of sendjobs_queues).
 WITH
 --- variant batch
 claim AS (
@@ -40,7 +43,7 @@ retried AS (
        AND job.claim_generation = ($2::int8[])[1]
 --- end
        AND $3 = 'retry' AND job.attempts < job.max_attempts
- RETURNING job.id, job.status, job.attempts, job.transaction_id
+ RETURNING job.id, job.status, job.attempts, job.transaction_id, job.queue
 ),
 leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs AS job
@@ -64,20 +67,26 @@ finished AS (
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
            coalesce($8, last_error), created_at, $4, redrive_of, ordering_key, priority, $3
       FROM leaving
- RETURNING id, status, attempts, transaction_id
+ RETURNING id, status, attempts, transaction_id, queue
 ),
 done AS (
-    SELECT id, status, attempts, transaction_id FROM retried
+    SELECT id, status, attempts, transaction_id, queue FROM retried
     UNION ALL
-    SELECT id, status, attempts, transaction_id FROM finished
+    SELECT id, status, attempts, transaction_id, queue FROM finished
 )
 --- variant batch
 SELECT claim.id, done.status, done.attempts, done.transaction_id,
-       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers
+       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
+       CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
+                                 WHERE capped.max_in_flight IS NOT NULL)
+            THEN done.queue END AS capped_queue
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
 --- variant one
 SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
-       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers
+       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
+       CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
+                                 WHERE capped.max_in_flight IS NOT NULL)
+            THEN done.queue END AS capped_queue
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end
