@@ -8,7 +8,7 @@
 //! flow control (docs/decisions/0013-flow-control-in-the-claim.md): ordering keys, a
 //! pause and a cap on the (one) queue's jobs in flight, which change what a claim takes
 //! and in which order (its passes: jobs without a key, then ordered jobs; or the limited
-//! queue's one pass).
+//! queue's one pass); and priorities, a head start in the claim order.
 //!
 //! Time is controlled, not waited for: due times are fixed instants in the year 2000
 //! (a "tick" is one second after 2000-01-01), "future" is any instant after now, and a
@@ -54,6 +54,8 @@ mod tests {
             key: Option<u8>,
             order: Option<u8>,
             max_attempts: i32,
+            /// Minutes of head start: 1 puts a job ahead of every tick (0..20 seconds).
+            priority: u8,
         },
         Pause(bool),
         Limit(Option<i32>),
@@ -112,8 +114,10 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             4 => (due(), any::<bool>(), proptest::option::weighted(0.3, 0u8..3),
-                  proptest::option::weighted(0.4, 0u8..2), 1i32..4)
-                .prop_map(|(due, linked, key, order, max_attempts)| Op::Enqueue { due, linked, key, order, max_attempts }),
+                  proptest::option::weighted(0.4, 0u8..2), 1i32..4, prop_oneof![3 => Just(0u8), 1 => Just(1u8)])
+                .prop_map(|(due, linked, key, order, max_attempts, priority)| {
+                    Op::Enqueue { due, linked, key, order, max_attempts, priority }
+                }),
             1 => any::<bool>().prop_map(Op::Pause),
             1 => proptest::option::weighted(0.6, 1i32..3).prop_map(Op::Limit),
             4 => (1i32..4, any::<bool>()).prop_map(|(batch, zero_lease)| Op::Claim { batch, zero_lease }),
@@ -153,6 +157,18 @@ mod tests {
         transaction: Option<String>,
         event: Option<(&'static str, i64)>,
         order: Option<u8>,
+        priority: u8,
+    }
+
+    impl Job {
+        /// Its place in the claim order (claim.sql): the due time less the head start, in
+        /// seconds from EPOCH. Only due jobs are placed.
+        fn claim_order(&self) -> i64 {
+            match self.due {
+                Due::Tick(tick) => i64::from(tick) - 60 * i64::from(self.priority),
+                Due::Future => i64::MAX,
+            }
+        }
     }
 
     #[derive(Default, Debug)]
@@ -263,7 +279,7 @@ mod tests {
                     return;
                 }
                 let snapshot = self.jobs.clone();
-                let mut eligible: Vec<(Due, i64)> = snapshot
+                let mut eligible: Vec<(i64, i64)> = snapshot
                     .iter()
                     .filter(|job| matches!(job.due, Due::Tick(_)))
                     // A claim made at this instant is never taken back by the same call
@@ -278,7 +294,7 @@ mod tests {
                         (Pass::Unordered | Pass::Limited, "in_flight") => job.lease_expired,
                         _ => false,
                     })
-                    .map(|job| (job.due, job.id))
+                    .map(|job| (job.claim_order(), job.id))
                     .collect();
                 eligible.sort();
                 let mut gave_up = false;
@@ -299,7 +315,7 @@ mod tests {
                     job.attempts += 1;
                     job.generation += 1;
                     job.lease_expired = zero_lease;
-                    round.push((job.due, id, job.generation));
+                    round.push((job.claim_order(), id, job.generation));
                 }
                 // A round's rows come back in claim order.
                 round.sort();
@@ -443,7 +459,7 @@ mod tests {
                                 coalesce(j.lease_expires_at <= clock_timestamp(), false),
                                 j.transaction_id, e.kind, e.claim_generation,
                                 (SELECT count(*) FROM send_job_events x WHERE x.job_id = j.id),
-                                substr(j.ordering_key, 7)::int2
+                                substr(j.ordering_key, 7)::int2, j.priority
                            FROM send_jobs j LEFT JOIN send_job_events e ON e.job_id = j.id
                           ORDER BY j.id"
                     ),
@@ -474,6 +490,7 @@ mod tests {
                         event: kind
                             .map(|kind| (status(&kind), row.get::<i64>(10).unwrap().unwrap())),
                         order: row.get::<i16>(12).unwrap().map(|order| order as u8),
+                        priority: row.get::<i16>(13).unwrap().unwrap() as u8,
                     }
                 })
                 .collect::<Vec<_>>()
@@ -505,6 +522,7 @@ mod tests {
                 key,
                 order,
                 max_attempts,
+                priority,
             } => {
                 let transaction = linked.then(|| format!("t{index}"));
                 if let Some(transaction) = &transaction {
@@ -516,7 +534,8 @@ mod tests {
                 }
                 let id = sut_one::<i64>(&format!(
                     "SELECT sendjobs_enqueue('{{}}', run_at => {}, transaction_id => {}, idempotency_key => {},
-                                             max_attempts => {max_attempts}, ordering_key => {})",
+                                             max_attempts => {max_attempts}, ordering_key => {},
+                                             priority => {priority})",
                     due_sql(due),
                     transaction.as_ref().map_or("NULL".into(), |t| format!("'{t}'")),
                     key.map_or("NULL".into(), |k| format!("'key-{k}'")),
@@ -542,6 +561,7 @@ mod tests {
                             transaction,
                             event: None,
                             order,
+                            priority,
                         });
                     }
                 }
@@ -750,6 +770,7 @@ mod tests {
                         transaction: job.transaction.clone(),
                         event: None,
                         order: job.order,
+                        priority: job.priority,
                     });
                     if let Some(transaction) = &job.transaction {
                         model.guarded_update(transaction, "pending");
