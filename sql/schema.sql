@@ -22,7 +22,7 @@ CREATE TABLE @extschema@.send_jobs (
     -- ordering_key; docs/decisions/0013-flow-control-in-the-claim.md).
     ordering_key     text,
     -- Minutes of head start in the claim order: a job is claimed as if it had been due
-    -- this much earlier (sendjobs_enqueue's priority, 0 to 10080;
+    -- this much earlier (sendjobs_enqueue's priority, 0 to 60;
     -- docs/decisions/0013-flow-control-in-the-claim.md, "Priorities").
     priority         smallint    NOT NULL DEFAULT 0
     -- CHECK send_jobs_state_check: sql/job_state.sql, once its function exists.
@@ -51,18 +51,20 @@ COMMENT ON TABLE @extschema@.send_jobs IS
 -- interval is not: a day's length depends on the time zone). A job without priority is
 -- where its due time puts it, as before priorities.
 CREATE INDEX send_jobs_pending_idx
-    ON @extschema@.send_jobs ((pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
+    ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
     WHERE status = 'pending';
 -- The planner reads no statistics of a partial index's expressions: these are the claim
 -- order's, so that a claim planned for its values knows how many jobs are due (without
 -- them, "order <= now" was costed as a third of the table, and the claim from other
--- queues sorted a backlog of 1,000,000: src/tests/plans.rs).
+-- queues sorted a backlog of 1,000,000: src/tests/plans.rs). Postgres records no
+-- extension membership for a statistics object: it goes with its table (a dump leaves
+-- both to CREATE EXTENSION; DROP EXTENSION drops it with the table).
 CREATE STATISTICS @extschema@.send_jobs_claim_order_stats
-    ON ((pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority)))
+    ON ((pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)))
     FROM @extschema@.send_jobs;
 -- Claim, pending branch with a queue filter.
 CREATE INDEX send_jobs_pending_queue_idx
-    ON @extschema@.send_jobs (queue, (pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
+    ON @extschema@.send_jobs (queue, (pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
     WHERE status = 'pending';
 -- Claim, expired-lease branch: in_flight rows are few (workers x batch), found by expiry.
 -- The predicate is "has a lease" (the same rows as status = 'in_flight', by the CHECK
@@ -81,7 +83,7 @@ CREATE INDEX send_jobs_ordering_key_held_idx
 -- Ordered jobs in claim order: the claim's pass for them (claim.sql, variant keyed) and
 -- the other passes' probe for whether there are any.
 CREATE INDEX send_jobs_pending_keyed_idx
-    ON @extschema@.send_jobs ((pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
+    ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
     WHERE status = 'pending' AND ordering_key IS NOT NULL;
 -- A failed job is redriven at most once (sendjobs_redrive, whose lock on the failed row
 -- keeps it so across this table and send_jobs_finished; this index stands behind it for

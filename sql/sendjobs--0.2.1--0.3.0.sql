@@ -273,20 +273,20 @@ ALTER TABLE @extschema@.send_jobs ADD COLUMN priority smallint NOT NULL DEFAULT 
 DROP INDEX @extschema@.send_jobs_pending_idx;
 DROP INDEX @extschema@.send_jobs_pending_queue_idx;
 CREATE INDEX send_jobs_pending_idx
-    ON @extschema@.send_jobs ((pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
     WHERE status OPERATOR(pg_catalog.=) 'pending';
 CREATE INDEX send_jobs_pending_queue_idx
-    ON @extschema@.send_jobs (queue, (pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    ON @extschema@.send_jobs (queue, (pg_catalog.timezone(interval '0', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
     WHERE status OPERATOR(pg_catalog.=) 'pending';
 CREATE STATISTICS @extschema@.send_jobs_claim_order_stats
-    ON ((pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)))
+    ON ((pg_catalog.timezone(interval '0', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)))
     FROM @extschema@.send_jobs;
 CREATE INDEX send_jobs_ordering_key_idx
     ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
 CREATE INDEX send_jobs_ordering_key_held_idx
     ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
 CREATE INDEX send_jobs_pending_keyed_idx
-    ON @extschema@.send_jobs ((pg_catalog.timezone('UTC', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
     WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL;
 -- sendjobs_enqueue takes the key and the priority as a seventh and an eighth argument (a
 -- call with six finds the new function, the key NULL, the priority 0): made again, the
@@ -453,7 +453,7 @@ COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queue
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
 COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) IS
-    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids), priority (0 to 10080: minutes of head start in the claim order).';
+    'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids), priority (0 to 60: minutes of head start in the claim order).';
 COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';

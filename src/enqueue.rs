@@ -143,10 +143,11 @@ fn enqueue(arguments: Arguments<'_>) -> Result<i64> {
     })
 }
 
-/// The longest head start, in minutes: a week. A claim reads past the jobs whose head
-/// start reaches before a due time still to come (claim.sql), so it is kept to what a
-/// partner's backlog needs.
-const MAX_PRIORITY_MINUTES: i32 = 7 * 24 * 60;
+/// The longest head start, in minutes: an hour. Every claim reads past the jobs whose
+/// head start reaches before a due time still to come (claim.sql: a job with priority p
+/// is in that window for the p minutes before it is due, a retry in its backoff too), so
+/// the window is kept short (docs/decisions/0013-flow-control-in-the-claim.md).
+const MAX_PRIORITY_MINUTES: i32 = 60;
 
 fn priority_in_range(priority: i32) -> Result<i16> {
     if !(0..=MAX_PRIORITY_MINUTES).contains(&priority) {

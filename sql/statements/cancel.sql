@@ -5,7 +5,8 @@
 -- (sql/schema.sql); $2 now. A terminal job is left as it is. The holder of an in_flight job loses it: its
 -- finalize and heartbeat are fenced on an in_flight row in send_jobs and now get 'stale'.
 -- "capped_queue": the job's queue when it was in flight there and the queue has a cap on
--- its jobs in flight: a place came free, and src/cancel.rs wakes the queue's workers.
+-- its jobs in flight and wake-ups on: a place came free, and src/cancel.rs wakes the
+-- queue's workers.
 WITH leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs
      WHERE id = $1 AND status IN ('pending', 'in_flight')
@@ -25,6 +26,7 @@ cancelled AS (
 SELECT cancelled.id,
        CASE WHEN leaving.status = 'in_flight'
                  AND EXISTS (SELECT FROM @extschema@.sendjobs_queues AS capped
-                              WHERE capped.queue = leaving.queue AND capped.max_in_flight IS NOT NULL)
+                              WHERE capped.queue = leaving.queue AND capped.max_in_flight IS NOT NULL
+                                AND capped.notify)
             THEN leaving.queue END AS capped_queue
   FROM cancelled JOIN leaving USING (id)

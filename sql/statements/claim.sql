@@ -58,10 +58,10 @@ limited AS MATERIALIZED (
 ),
 --- end
 pending AS MATERIALIZED (
-    SELECT id, pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
+    SELECT id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
       FROM ONLY @extschema@.send_jobs AS job
      WHERE status = 'pending'
-       AND pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone('UTC', $1)
+       AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
        AND next_attempt_at <= $1
 --- variant any_queue
        AND $4::text IS NULL
@@ -104,7 +104,7 @@ pending AS MATERIALIZED (
      FOR UPDATE SKIP LOCKED
 ),
 expired AS MATERIALIZED (
-    SELECT id, pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order, attempts >= max_attempts AS gave_up
+    SELECT id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order, attempts >= max_attempts AS gave_up
       FROM ONLY @extschema@.send_jobs AS job
      WHERE status = 'in_flight' AND lease_expires_at <= $1
        AND lease_expires_at IS NOT NULL
@@ -170,7 +170,7 @@ gave_up AS (
                ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
            created_at, $1, redrive_of, ordering_key, priority
       FROM leaving
- RETURNING id, transaction_id, pg_catalog.timezone('UTC', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
+ RETURNING id, transaction_id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
 )
 SELECT job, false AS gave_up, id, transaction_id, claim_order, false AS limited, false AS keyed FROM claimed
 UNION ALL

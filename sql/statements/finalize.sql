@@ -18,9 +18,10 @@
 -- up afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
 -- records the outcome that finished it ("outcome": how a repeat is recognised).
 -- "readers": whether the outbox has consumers to wake (src/wakeup.rs); "capped_queue": the
--- job's queue when it has a cap on its jobs in flight, whose workers a finish wakes (a
--- place came free: docs/decisions/0013-flow-control-in-the-claim.md). The capped queues
--- are read once per statement (a hashed subplan of the few rows of sendjobs_queues).
+-- job's queue when it has a cap on its jobs in flight and wake-ups on (sendjobs_notify),
+-- whose workers a finish wakes (a place came free:
+-- docs/decisions/0013-flow-control-in-the-claim.md). Those queues are read once per
+-- statement (a hashed subplan of the few rows of sendjobs_queues).
 WITH
 --- variant batch
 claim AS (
@@ -78,7 +79,7 @@ done AS (
 SELECT claim.id, done.status, done.attempts, done.transaction_id,
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
        CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
-                                 WHERE capped.max_in_flight IS NOT NULL)
+                                 WHERE capped.max_in_flight IS NOT NULL AND capped.notify)
             THEN done.queue END AS capped_queue
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
@@ -86,7 +87,7 @@ SELECT claim.id, done.status, done.attempts, done.transaction_id,
 SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
        CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
-                                 WHERE capped.max_in_flight IS NOT NULL)
+                                 WHERE capped.max_in_flight IS NOT NULL AND capped.notify)
             THEN done.queue END AS capped_queue
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end

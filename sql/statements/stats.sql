@@ -42,9 +42,9 @@ pending_cells AS (
     SELECT q.queue, state.ready, state.from_order, state.until_order,
            first.n, first.n_due, first.low_id, first.oldest_due
       FROM pending_queues AS q
-     CROSS JOIN (VALUES (true, '-infinity'::timestamp, pg_catalog.timezone('UTC', $1)),
+     CROSS JOIN (VALUES (true, '-infinity'::timestamp, pg_catalog.timezone(interval '0', $1)),
                         -- after $1: timestamps step by a microsecond
-                        (false, pg_catalog.timezone('UTC', $1) + interval '1 microsecond', 'infinity'::timestamp))
+                        (false, pg_catalog.timezone(interval '0', $1) + interval '1 microsecond', 'infinity'::timestamp))
                  AS state(ready, from_order, until_order)
      CROSS JOIN LATERAL (
            SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE entry.due) AS n_due,
@@ -53,8 +53,8 @@ pending_cells AS (
              FROM (SELECT job.id, job.next_attempt_at, job.next_attempt_at <= $1 AS due
                      FROM ONLY @extschema@.send_jobs AS job
                     WHERE job.status = 'pending' AND job.queue = q.queue
-                      AND pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) BETWEEN state.from_order AND state.until_order
-                    ORDER BY pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) LIMIT 1001) AS entry) AS first
+                      AND pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) BETWEEN state.from_order AND state.until_order
+                    ORDER BY pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) LIMIT 1001) AS entry) AS first
      WHERE q.queue IS NOT NULL
 ),
 pending_slices AS (
@@ -69,15 +69,22 @@ pending_slices AS (
      WHERE low IS NOT NULL
 ),
 pending_sampled AS (
-    SELECT job.queue, job.next_attempt_at <= $1 AS ready, pg_catalog.count(*) AS hits,
-           pg_catalog.count(*) * pg_catalog.max(r.width) AS estimate
+    -- Each sampled job counted in its cell (ready: ahead of $1 in claim order, as the
+    -- cells are cut) and by whether it is due: a cell ahead of $1 holds the due jobs and
+    -- those whose head start reaches before a due time still to come; a cell after it,
+    -- scheduled jobs only.
+    SELECT job.queue, job.ahead AS ready, pg_catalog.count(*) AS hits,
+           pg_catalog.count(*) * pg_catalog.max(r.width) AS estimate,
+           pg_catalog.count(*) FILTER (WHERE job.due) * pg_catalog.max(r.width) AS due_estimate
       FROM pending_slices AS r
      CROSS JOIN LATERAL (SELECT r.low + pg_catalog.floor((slice + pg_catalog.random()) * r.width)::int8 AS id
                            FROM pg_catalog.generate_series(0, 2047) AS slice) AS sampled
      -- One probe of the primary key per sampled id, whatever the table's size. OFFSET 0
      -- keeps the planner from making the probes a hash join, which reads send_jobs whole:
      -- it did so once send_jobs held only the unfinished jobs (48,000 in the plan test).
-     CROSS JOIN LATERAL (SELECT job.queue, job.next_attempt_at FROM ONLY @extschema@.send_jobs AS job
+     CROSS JOIN LATERAL (SELECT job.queue, job.next_attempt_at <= $1 AS due,
+                                pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) <= pg_catalog.timezone(interval '0', $1) AS ahead
+                           FROM ONLY @extschema@.send_jobs AS job
                           WHERE job.id = sampled.id AND job.status = 'pending'
                          OFFSET 0) AS job
      GROUP BY 1, 2
@@ -91,27 +98,31 @@ pending_counted AS (
            SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE entry.due) AS n_due
              FROM (SELECT job.next_attempt_at <= $1 AS due FROM ONLY @extschema@.send_jobs AS job
                     WHERE job.status = 'pending' AND job.queue = c.queue
-                      AND pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) BETWEEN c.from_order AND c.until_order
-                    ORDER BY pg_catalog.timezone('UTC', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) LIMIT 10001) AS entry) AS counted
+                      AND pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) BETWEEN c.from_order AND c.until_order
+                    ORDER BY pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) LIMIT 10001) AS entry) AS counted
      WHERE c.n > 1000 AND NOT (coalesce(s.hits, 0) >= 64 AND s.estimate > 30000)
 ),
 pending_cell_counts AS (
     -- Exact up to 10,000 entries: the due ones are ready, the others scheduled. Past that,
-    -- each cell is its state's estimate (from the sample, which tells the states apart by
-    -- next_attempt_at), never below the 10,001 counted.
-    SELECT c.queue, c.oldest_due,
-           CASE WHEN c.n <= 1000 THEN c.n_due
-                WHEN k.n <= 10000 THEN k.n_due
-                WHEN c.ready THEN greatest(10001, pg_catalog.round(coalesce(s.estimate, 0))::int8)
-                ELSE 0 END AS ready,
-           CASE WHEN c.n <= 1000 THEN c.n - c.n_due
-                WHEN k.n <= 10000 THEN k.n - k.n_due
-                WHEN c.ready THEN 0
-                ELSE greatest(10001, pg_catalog.round(coalesce(s.estimate, 0))::int8) END AS scheduled,
+    -- the cell's estimate from the sample, split into due and not due; the cell's total
+    -- never below the 10,001 counted (a cell after $1 holds scheduled jobs only).
+    SELECT c.queue, c.oldest_due, counts.ready, counts.scheduled,
            c.n > 1000 AND coalesce(k.n, 10001) > 10000 AS estimated
       FROM pending_cells AS c
       LEFT JOIN pending_counted AS k ON k.queue = c.queue AND k.ready = c.ready
       LEFT JOIN pending_sampled AS s ON s.queue = c.queue AND s.ready = c.ready
+     CROSS JOIN LATERAL (
+           SELECT pg_catalog.round(coalesce(s.due_estimate, 0))::int8 AS due,
+                  pg_catalog.round(coalesce(s.estimate - s.due_estimate, 0))::int8 AS undue) AS e
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN c.n <= 1000 THEN c.n_due
+                       WHEN k.n <= 10000 THEN k.n_due
+                       WHEN c.ready THEN greatest(10001 - e.undue, e.due)
+                       ELSE 0 END AS ready,
+                  CASE WHEN c.n <= 1000 THEN c.n - c.n_due
+                       WHEN k.n <= 10000 THEN k.n - k.n_due
+                       WHEN c.ready THEN e.undue
+                       ELSE greatest(10001, e.undue) END AS scheduled) AS counts
 ),
 pending AS (
     SELECT queue,

@@ -8,7 +8,8 @@
 //! flow control (docs/decisions/0013-flow-control-in-the-claim.md): ordering keys, a
 //! pause and a cap on the (one) queue's jobs in flight, which change what a claim takes
 //! and in which order (its passes: jobs without a key, then ordered jobs; or the limited
-//! queue's one pass); and priorities, a head start in the claim order.
+//! queue's one pass), a rate (a bucket that does not refill within a case, so that the
+//! claims it lets through are exact); and priorities, a head start in the claim order.
 //!
 //! Time is controlled, not waited for: due times are fixed instants in the year 2000
 //! (a "tick" is one second after 2000-01-01), "future" is any instant after now, and a
@@ -58,7 +59,12 @@ mod tests {
             priority: u8,
         },
         Pause(bool),
-        Limit(Option<i32>),
+        /// sendjobs_limit: a cap, and a rate too slow to refill within a case (a thousandth
+        /// of a claim a second) with a burst: its bucket holds `burst` claims, then none.
+        Limit {
+            cap: Option<i32>,
+            burst: Option<i32>,
+        },
         Claim {
             batch: i32,
             zero_lease: bool,
@@ -119,7 +125,8 @@ mod tests {
                     Op::Enqueue { due, linked, key, order, max_attempts, priority }
                 }),
             1 => any::<bool>().prop_map(Op::Pause),
-            1 => proptest::option::weighted(0.6, 1i32..3).prop_map(Op::Limit),
+            1 => (proptest::option::weighted(0.6, 1i32..3), proptest::option::weighted(0.4, 1i32..4))
+                .prop_map(|(cap, burst)| Op::Limit { cap, burst }),
             4 => (1i32..4, any::<bool>()).prop_map(|(batch, zero_lease)| Op::Claim { batch, zero_lease }),
             5 => (
                 any::<usize>(),
@@ -185,6 +192,8 @@ mod tests {
         /// The queue's flow control.
         paused: bool,
         cap: Option<i32>,
+        /// The rate's bucket: whole claims left (it refills by less than one in a case).
+        tokens: Option<usize>,
     }
 
     #[derive(Clone, Copy, PartialEq, Eq)]
@@ -244,15 +253,25 @@ mod tests {
             if self.paused {
                 return claimed;
             }
-            if let Some(cap) = self.cap {
-                // The limited queue's one pass, ordered jobs tested, up to the cap.
+            if self.cap.is_some() || self.tokens.is_some() {
+                // The limited queue's one pass, ordered jobs tested, up to the cap and the
+                // bucket's whole tokens; what it claimed is taken from the bucket.
                 let in_flight = self
                     .jobs
                     .iter()
                     .filter(|job| job.status == "in_flight" && !job.lease_expired)
                     .count();
-                let allowance = batch.min((cap as usize).saturating_sub(in_flight));
+                let mut allowance = batch;
+                if let Some(cap) = self.cap {
+                    allowance = allowance.min((cap as usize).saturating_sub(in_flight));
+                }
+                if let Some(tokens) = self.tokens {
+                    allowance = allowance.min(tokens);
+                }
                 self.claim_pass(allowance, zero_lease, Pass::Limited, &mut claimed);
+                if let Some(tokens) = &mut self.tokens {
+                    *tokens -= claimed.len();
+                }
                 return claimed;
             }
             let keyed_pending = self
@@ -575,13 +594,18 @@ mod tests {
                 Spi::run(&format!("SELECT {call}('default')")).unwrap();
                 model.paused = paused;
             }
-            Op::Limit(cap) => {
+            Op::Limit { cap, burst } => {
                 let cap_sql = cap.map_or("NULL".into(), |cap| cap.to_string());
+                let (rate_sql, burst_sql) = match burst {
+                    Some(b) => ("0.001", b.to_string()),
+                    None => ("NULL", "NULL".to_string()),
+                };
                 Spi::run(&format!(
-                    "SELECT sendjobs_limit('default', max_in_flight => {cap_sql})"
+                    "SELECT sendjobs_limit('default', max_in_flight => {cap_sql}, rate => {rate_sql}, burst => {burst_sql})"
                 ))
                 .unwrap();
                 model.cap = cap;
+                model.tokens = burst.map(|b| b as usize);
             }
             Op::Claim { batch, zero_lease } => {
                 let lease = if zero_lease { "0 seconds" } else { "1 hour" };

@@ -205,11 +205,11 @@ SELECT sendjobs_finalize(id, 2, 'failed', 'HTTP 400') FROM prio WHERE job = 'urg
 SELECT job, status, priority FROM prio WHERE job = 'urgent-10';
 SELECT new_id IS NOT NULL AS redriven FROM sendjobs_redrive(ARRAY(SELECT id FROM prio WHERE job = 'urgent-10'));
 SELECT job, status, priority FROM prio WHERE job = 'urgent-10' AND status = 'pending';
--- Bad priorities: 0 to 10080 minutes (a week).
+-- Bad priorities: 0 to 60 minutes.
 \set VERBOSITY sqlstate
 SELECT sendjobs_enqueue('{}', 'prio', priority => -1);
-SELECT sendjobs_enqueue('{}', 'prio', priority => 10081);
+SELECT sendjobs_enqueue('{}', 'prio', priority => 61);
 SELECT sendjobs_enqueue('{}', 'prio', priority => NULL);
 \set VERBOSITY default
-SELECT sendjobs_enqueue('{}', 'prio', priority => 10081);
+SELECT sendjobs_enqueue('{}', 'prio', priority => 61);
 SELECT count(*) AS jobs FROM prio;

@@ -23,7 +23,7 @@ CREATE SCHEMA trap;
 CREATE TEMP TABLE trap_types (t text);
 INSERT INTO trap_types VALUES ('oid'), ('regclass'), ('regproc'), ('regrole'),
     ('regnamespace'), ('name'), ('text'), ('"char"'), ('smallint'), ('integer'), ('bigint'),
-    ('boolean'), ('timestamptz'), ('interval'), ('jsonb'), ('text[]'), ('anyelement');
+    ('boolean'), ('timestamptz'), ('timestamp'), ('interval'), ('jsonb'), ('text[]'), ('anyelement');
 -- Every name the installed scripts call without a schema (a name written after a "." is
 -- qualified, and so immune): before a "(", but the extension's own. The look-behind keeps
 -- matches from overlapping, so a call nested in another's arguments is seen too.

@@ -23,9 +23,9 @@ BEGIN
     EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
              SELECT id FROM send_jobs
               WHERE status = ''pending''
-                AND timezone(''UTC'', next_attempt_at) - make_interval(mins => priority) <= timezone(''UTC'', now())
+                AND timezone(interval ''0'', next_attempt_at) - make_interval(mins => priority) <= timezone(interval ''0'', now())
                 AND next_attempt_at <= now()
-              ORDER BY timezone(''UTC'', next_attempt_at) - make_interval(mins => priority), id LIMIT 1' INTO plan;
+              ORDER BY timezone(interval ''0'', next_attempt_at) - make_interval(mins => priority), id LIMIT 1' INTO plan;
     RETURN (plan -> 0 -> 'Plan' ->> 'Shared Hit Blocks')::int
          + (plan -> 0 -> 'Plan' ->> 'Shared Read Blocks')::int;
 END $$;
