@@ -204,19 +204,26 @@ pub fn short_name<'a>(name: &'a str, what: &str) -> Result<&'a str> {
     Ok(name)
 }
 
-/// Refuses an infinite timestamp (22023). A job due at -infinity stays first in the claim
-/// order whatever is enqueued after it, and one due at +infinity is never claimed; before
-/// 0.2.1 either could be given, and a job due at -infinity made every sendjobs_stats call
-/// fail (22008) until it was claimed (tests/pg_regress/sql/errors.sql, stats.sql).
+/// Refuses an infinite timestamp, and one before the year 1 (22023). A job due at
+/// -infinity stays first in the claim order whatever is enqueued after it, and one due at
+/// +infinity is never claimed; before 0.2.1 either could be given, and a job due at
+/// -infinity made every sendjobs_stats call fail (22008) until it was claimed. A time
+/// within a head start of the earliest one Postgres holds (4714 BC) made the claim
+/// order's subtraction fail (22008), the whole batch of a finalize with it
+/// (tests/pg_regress/sql/errors.sql, stats.sql).
 pub fn finite(at: TimestampWithTimeZone, name: &'static str) -> Result<TimestampWithTimeZone> {
-    if at.is_finite() {
+    if at.is_finite() && i64::from(at) >= YEAR_ONE_MICROS {
         Ok(at)
     } else {
         Err(SendJobsError::InvalidArgument(format!(
-            "{name} must be a finite timestamp"
+            "{name} must be a finite timestamp, from the year 1 on"
         )))
     }
 }
+
+/// 0001-01-01 00:00:00+00 as Postgres keeps a timestamptz: microseconds from 2000-01-01
+/// (730,119 days before it).
+const YEAR_ONE_MICROS: i64 = -730_119 * 86_400 * 1_000_000;
 
 /// Unwraps one element of an `ids` array, refusing a NULL (22004) and an id already in
 /// `seen` (22023: one call may act on a job once).

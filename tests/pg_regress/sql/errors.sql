@@ -76,6 +76,10 @@ SELECT sendjobs_enqueue('{}', run_at => '-infinity');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_enqueue('{}', run_at => 'infinity');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- and from the year 1 on: a time near the earliest Postgres holds (4714 BC) made the
+-- claim order's subtraction of a head start fail (22008).
+SELECT sendjobs_enqueue('{}', run_at => '4714-11-24 00:30:00+00 BC', priority => 60);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- A payload that is not JSON never reaches the function (22P02 from jsonb itself).
 SELECT sendjobs_enqueue('not json');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
