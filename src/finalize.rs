@@ -18,6 +18,7 @@ pub(crate) static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch"
 pub(crate) static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
 static FINALIZE_UNAPPLIED: Statement = statement!("finalize_unapplied.sql");
 static HEARTBEAT: Statement = statement!("heartbeat.sql");
+static HEARTBEAT_QUEUE_LOCK: Statement = statement!("heartbeat_queue_lock.sql");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -313,6 +314,10 @@ fn heartbeat(
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
+        // A capped queue's heartbeat takes its turn with the queue's claims, and reads
+        // the clock after it (heartbeat_queue_lock.sql).
+        let capped = !HEARTBEAT_QUEUE_LOCK.run(client, &[id.into()])?.is_empty();
+        let now = if capped { wall_clock() } else { now };
         let extended = HEARTBEAT.run(
             client,
             &[id.into(), generation.into(), now.into(), lease.into()],
