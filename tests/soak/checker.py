@@ -743,8 +743,13 @@ ESTIMATE_TOLERANCE = 0.25
 PENDING_SAMPLE, EVENTS_SAMPLE = 2048, 1024
 
 
-def estimate_allows(got, least, most, width):
-    slack = max(ESTIMATE_TOLERANCE * most, 5 * math.sqrt(max(most, 1) * width) + 2 * width)
+def estimate_allows(got, least, most, width, cluster=1):
+    """Whether a sampled count is within its allowance: five standard deviations of a
+    sample that draws one in `width`, each draw counting up to `cluster` rows at once (a
+    sampled transaction counts every event it finished: a batch finalize's, up to its
+    batch), whose variance grows with the cluster."""
+    slack = max(ESTIMATE_TOLERANCE * most,
+                5 * math.sqrt(max(most, 1) * width * cluster) + 2 * width * cluster)
     return least - slack <= got <= most + slack
 
 
@@ -786,6 +791,7 @@ def check_stats(ev, V):
     window_xids = [e["xid"] for e in all_events if e["at"] > before - dt.timedelta(minutes=5)]
     events_span = max(e["xid"] for e in all_events) - min(window_xids) + 1 if window_xids else 0
     events_estimated = len(window_xids) > 10000 - 50
+    events_per_xid = max(collections.Counter(window_xids).values(), default=1)
     unsent_estimated = window(("failed", "cancelled")) > 10000
     # The slices' widths, from what the samples span: events, the window's transaction
     # ids; pending jobs, from the lowest pending id to the highest id.
@@ -802,7 +808,8 @@ def check_stats(ev, V):
                          else False)
             if estimated:
                 pending = column in ("ready", "scheduled")
-                ok = (estimate_allows(got, least, most, pending_width if pending else events_width)
+                ok = (estimate_allows(got, least, most, pending_width if pending else events_width,
+                                      1 if pending else events_per_xid)
                       and (got > 10000 or not pending))
             else:
                 ok = least <= got <= most
@@ -896,8 +903,11 @@ def check_cap(ev, V, stats):
         n = bisect.bisect_right(starts, start) - bisect.bisect_right(ends, start)
         peak = max(peak, n)
         if n > LIMITS["max_in_flight"]:
+            # The holds at that instant, for the report: job/gen from..to.
+            at = [f"{j}/{g} {fmt_ts(s0)}..{fmt_ts(e0)}" for s0, e0, j, g in held if s0 <= start < e0]
             V.add("more jobs in flight than the queue's cap",
-                  f"{n} of {LIMITED_QUEUE} at {fmt_ts(start)} (job {jid} gen {gen}), cap {LIMITS['max_in_flight']}")
+                  f"{n} of {LIMITED_QUEUE} at {fmt_ts(start)} (job {jid} gen {gen}), cap {LIMITS['max_in_flight']}:"
+                  f" {'; '.join(at)}")
     stats["cap_peak"] = peak
 
 
