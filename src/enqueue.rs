@@ -32,7 +32,7 @@ fn sendjobs_enqueue(
     ordering_key: default!(Option<&str>, "NULL"),
     priority: default!(Option<i32>, "0"),
 ) -> i64 {
-    or_raise(enqueue(Arguments {
+    or_raise(enqueue(
         payload,
         queue,
         run_at,
@@ -41,32 +41,20 @@ fn sendjobs_enqueue(
         max_attempts,
         ordering_key,
         priority,
-    }))
+    ))
 }
 
-/// A call's arguments, as SQL passed them (NULL: None).
-struct Arguments<'a> {
+#[allow(clippy::too_many_arguments)] // sendjobs_enqueue's, as SQL passed them
+fn enqueue(
     payload: Option<JsonB>,
-    queue: Option<&'a str>,
+    queue: Option<&str>,
     run_at: Option<TimestampWithTimeZone>,
-    transaction_id: Option<&'a str>,
-    idempotency_key: Option<&'a str>,
+    transaction_id: Option<&str>,
+    idempotency_key: Option<&str>,
     max_attempts: Option<i32>,
-    ordering_key: Option<&'a str>,
+    ordering_key: Option<&str>,
     priority: Option<i32>,
-}
-
-fn enqueue(arguments: Arguments<'_>) -> Result<i64> {
-    let Arguments {
-        payload,
-        queue,
-        run_at,
-        transaction_id,
-        idempotency_key,
-        max_attempts,
-        ordering_key,
-        priority,
-    } = arguments;
+) -> Result<i64> {
     let payload = required(payload, "payload")?;
     let priority = priority_in_range(required(priority, "priority")?)?;
     if let Some(key) = ordering_key {

@@ -77,17 +77,16 @@ done AS (
 )
 --- variant batch
 SELECT claim.id, done.status, done.attempts, done.transaction_id,
+--- variant one
+SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
+--- variant batch, one
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
        CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
                                  WHERE capped.max_in_flight IS NOT NULL AND capped.notify)
             THEN done.queue END AS capped_queue
+--- variant batch
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
 --- variant one
-SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
-       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
-       CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
-                                 WHERE capped.max_in_flight IS NOT NULL AND capped.notify)
-            THEN done.queue END AS capped_queue
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end
