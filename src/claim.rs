@@ -100,6 +100,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         // Ordered jobs, left by the passes above: after the turn of such claims, in a
         // snapshot that sees every one that committed (keyed_turn.sql).
         if keyed && claimed.len() < batch {
+            in_read_committed("ordered jobs")?;
             KEYED_TURN.run(client, &[])?;
             let round = Round {
                 claim: &CLAIM_KEYED,
@@ -114,6 +115,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
             if wanted == 0 {
                 break;
             }
+            in_read_committed(&format!("queue {queue:?}"))?;
             let Some(allowance) = flow::allowance(client, &queue, wanted, lock)? else {
                 continue;
             };
@@ -139,6 +141,19 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         }
         Ok(claimed)
     })
+}
+
+/// A claim that takes a turn (a limited queue's lock, the turn of ordered jobs) counts
+/// what the claims before it did in a snapshot taken after the turn; REPEATABLE READ and
+/// SERIALIZABLE keep the transaction's first snapshot, which may predate them (a cap of 1
+/// gave 2 jobs in flight: flow.sql), so such a claim is refused there.
+fn in_read_committed(what: &str) -> Result<()> {
+    // SAFETY: a backend global, read on the backend's own thread.
+    let level = unsafe { pg_sys::XactIsoLevel };
+    if level >= pg_sys::XACT_REPEATABLE_READ as i32 {
+        return Err(SendJobsError::TurnNeedsReadCommitted(what.to_owned()));
+    }
+    Ok(())
 }
 
 /// One variant of the claim statement with what it claims from (claim.sql).

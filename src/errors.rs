@@ -46,6 +46,13 @@ pub enum SendJobsError {
     )]
     CatalogVersion(String),
 
+    /// 0A000 feature_not_supported: a claim that must take its turn (a queue with flow
+    /// control, ordered jobs) in a transaction whose snapshot was taken before the turn
+    #[error(
+        "sendjobs: a claim of {0} takes its turn with the other claims, which needs READ COMMITTED"
+    )]
+    TurnNeedsReadCommitted(String),
+
     /// 42703 undefined_column
     #[error("sendjobs: column \"{column}\" of relation {table} does not exist")]
     UndefinedColumn { table: String, column: String },
@@ -108,6 +115,7 @@ impl SendJobsError {
             Self::NotRedrivable { .. } | Self::OrphanKey { .. } | Self::CatalogVersion(_) => {
                 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             }
+            Self::TurnNeedsReadCommitted(_) => ERRCODE_FEATURE_NOT_SUPPORTED,
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
             Self::PermissionDenied(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -131,6 +139,11 @@ impl SendJobsError {
             Self::CatalogVersion(_) => Some(
                 "Each release's functions use its own library (sendjobs-<version>): run \
                  ALTER EXTENSION sendjobs UPDATE, or call the functions its catalog defines.",
+            ),
+            Self::TurnNeedsReadCommitted(_) => Some(
+                "Under REPEATABLE READ or SERIALIZABLE the count of jobs in flight, and the \
+                 jobs of an ordering key, would be read in a snapshot taken before the turn: \
+                 claim in a READ COMMITTED transaction of its own.",
             ),
             Self::LinkerGone(_) => Some(
                 "Stamps run as the role that linked the table: link it again \

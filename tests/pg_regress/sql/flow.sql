@@ -213,3 +213,25 @@ SELECT sendjobs_enqueue('{}', 'prio', priority => NULL);
 \set VERBOSITY default
 SELECT sendjobs_enqueue('{}', 'prio', priority => 61);
 SELECT count(*) AS jobs FROM prio;
+
+-- ----------------------------------------------------------------------------
+-- Isolation: a claim that takes a turn needs READ COMMITTED
+-- ----------------------------------------------------------------------------
+-- Under REPEATABLE READ a claim of a queue with flow control, or of ordered jobs, is
+-- refused (0A000) and changes nothing: its snapshot may predate the claims before its
+-- turn (flow-cap-repeatable-read.spec). A queue without either claims as before.
+SELECT sendjobs_enqueue('{}', 'rr-capped') > 0 AS enqueued, sendjobs_enqueue('{}', 'rr-keyed', ordering_key => 'k') > 0 AS keyed,
+       sendjobs_enqueue('{}', 'rr-plain') > 0 AS plain;
+SELECT sendjobs_limit('rr-capped', max_in_flight => 5);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+\set VERBOSITY sqlstate
+SELECT count(*) FROM sendjobs_claim(1, '1 minute', 'rr-capped');
+\set VERBOSITY default
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT count(*) FROM sendjobs_claim(1, '1 minute', 'rr-keyed');
+ROLLBACK;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) AS claimed FROM sendjobs_claim(1, '1 minute', 'rr-plain');
+COMMIT;
+SELECT queue, status, count(*) FROM send_jobs WHERE queue LIKE 'rr-%' GROUP BY 1, 2 ORDER BY 1, 2;
