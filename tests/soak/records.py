@@ -287,10 +287,10 @@ def read_database(conn):
     with conn.cursor() as cur:
         cur.execute("SELECT id, status, claim_generation, attempts, max_attempts, transaction_id,"
                     "       idempotency_key, next_attempt_at, lease_expires_at, finished_at, last_error,"
-                    "       redrive_of, queue, payload, ordering_key FROM public.send_jobs")
+                    "       redrive_of, queue, payload, ordering_key, created_at FROM public.send_jobs")
         db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
                                       "next_at", "lease_end", "finished_at", "last_error", "redrive_of",
-                                      "queue", "payload", "ordering_key"), r)) for r in cur.fetchall()}
+                                      "queue", "payload", "ordering_key", "created_at"), r)) for r in cur.fetchall()}
         cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue,"
                     "       event_xid::text::bigint FROM public.send_job_events")
         db["events"] = collections.defaultdict(list)
