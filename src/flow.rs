@@ -181,8 +181,9 @@ pub enum Lock {
 /// transaction): how many jobs its settings let this claim take.
 pub struct Allowance {
     pub jobs: usize,
-    /// The claim's instant, read again once the lock was taken: a claim that waited for
-    /// its turn still gives a full lease, and counts the leases that expired meanwhile.
+    /// The claim's instant, read again once the lock was taken and the jobs in flight
+    /// counted: a claim that waited for its turn still gives a full lease, and the
+    /// leases it gives begin after every hold its count left out.
     pub now: TimestampWithTimeZone,
     bucket: Option<Bucket>,
 }
@@ -210,25 +211,32 @@ pub fn allowance(
     let Some(row) = rows.into_iter().next() else {
         return Ok(None);
     };
-    let now = wall_clock();
     if row.get_by_name::<bool, _>("paused")? == Some(true) {
         return Ok(Some(Allowance {
             jobs: 0,
-            now,
+            now: wall_clock(),
             bucket: None,
         }));
     }
     let mut jobs = wanted;
     if let Some(cap) = row.get_by_name::<i32, _>("max_in_flight")? {
-        // Counted after the lock, in a snapshot of its own (queue_in_flight.sql).
+        // Counted after the lock, in a snapshot of its own (queue_in_flight.sql), of the
+        // leases unexpired at an instant read before that snapshot.
         let in_flight = first::<i64>(
-            QUEUE_IN_FLIGHT.run(client, &[queue.into(), now.into()])?,
+            QUEUE_IN_FLIGHT.run(client, &[queue.into(), wall_clock().into()])?,
             "in_flight",
         )?
         .unwrap_or_default();
         let free = (i64::from(cap) - in_flight).max(0);
         jobs = jobs.min(usize::try_from(free).unwrap_or(0));
     }
+    // The claim's instant, read after the count's snapshot: every hold the count left out
+    // (a finish that committed before the snapshot) ended before it, and a lease that
+    // expired between the two readings was counted (one place fewer, never one more).
+    // Read before the count, a finish that committed in between freed a place at an
+    // instant after the new leases began: the soak found 5 of a cap of 4 by the leases'
+    // clock (a claim at 20.175990 took the place of a job finished at 20.181010).
+    let now = wall_clock();
     let mut bucket = None;
     if let (Some(rate), Some(burst), Some(tokens), Some(at)) = (
         row.get_by_name::<f64, _>("rate")?,
