@@ -17,6 +17,14 @@ database (the sum of claim_generation before and after); with --b-limit, arm B's
 gets that flow control (sendjobs_limit(queue, ARGS)): A and B of one build then measure
 what a limit costs, and what a binding one lets through.
 
+With --cpu, each run is instead one client's --cycles cycles of the same claim + finalize
+(prepared statements, from this script), and what is measured is the CPU time its
+backend spent per job (/proc/<pid>/schedstat, the scheduler's own count, read around
+each statement), the claim's and the finalize's apart: a build's cost without the
+commit's WAL flush, which dominates one client's jobs/s, and much less disturbed by
+other work on the machine than a throughput (the report gives the paired B/A of each
+repetition). The server must run on this machine (it does under tests/cluster.py).
+
 Run it inside a cluster (bench/ab.sh does: tests/cluster.py run ... -- python3 bench/ab.py):
 
     python3 bench/ab.py --a-lib DIR --a-version 0.1.0 [--duration 5] [--reps 3]
@@ -98,6 +106,110 @@ def run(db, script, clients, batch, duration, count_claims):
     return r["tps"] * batch, wal / max(1, r["cycles"] * batch)
 
 
+def cpu_ns(pid):
+    """The CPU time the process has spent so far, in ns (the first field of schedstat)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def run_cpu(db, batch, cycles, queue, outcome):
+    # queue: claim from it by name (--queue), or None: from any queue, as the pgbench cycle
+    """(claim us/job, finalize us/job, WAL bytes per job) of one client's `cycles`
+    cycles: the backend's CPU time around each statement."""
+    import psycopg2  # Debian's python3-psycopg2 (bench/run.sh installs it)
+    conn = psycopg2.connect(dbname=db)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("SELECT pg_backend_pid()")
+    pid = cur.fetchone()[0]
+    by_name = f", '{queue}'" if queue else ""
+    cur.execute(f"PREPARE claim AS SELECT array_agg(id), array_agg(claim_generation)"
+                f" FROM sendjobs_claim({batch}, '1 minute'{by_name})")
+    retry = ", NULL, now()" if outcome == "retry" else ""
+    if batch == 1:
+        cur.execute(f"PREPARE fin(int8, int8) AS SELECT sendjobs_finalize($1, $2, '{outcome}'{retry})")
+    else:
+        cur.execute(f"PREPARE fin(int8[], int8[]) AS SELECT count(*) FROM sendjobs_finalize_batch($1, $2, '{outcome}'{retry})")
+
+    def cycle():
+        cur.execute("EXECUTE claim")
+        ids, gens = cur.fetchone()
+        cur.execute("EXECUTE fin(%s, %s)", (ids[0], gens[0]) if batch == 1 else (ids, gens))
+        cur.fetchone()
+
+    for _ in range(20):  # the plans made, the caches warm
+        cycle()
+    cur.execute("SELECT pg_current_wal_insert_lsn()")
+    lsn = cur.fetchone()[0]
+    claim_ns = finalize_ns = 0
+    for _ in range(cycles):
+        t0 = cpu_ns(pid)
+        cur.execute("EXECUTE claim")
+        ids, gens = cur.fetchone()
+        t1 = cpu_ns(pid)
+        cur.execute("EXECUTE fin(%s, %s)", (ids[0], gens[0]) if batch == 1 else (ids, gens))
+        cur.fetchone()
+        t2 = cpu_ns(pid)
+        claim_ns += t1 - t0
+        finalize_ns += t2 - t1
+    cur.execute("SELECT pg_current_wal_insert_lsn() - %s::pg_lsn", (lsn,))
+    wal = float(cur.fetchone()[0])
+    conn.close()
+    jobs = cycles * batch
+    return claim_ns / jobs / 1000, finalize_ns / jobs / 1000, wal / jobs
+
+
+def cpu_main(a, folder, meta, queue):
+    """--cpu: the backend's CPU time per job, A and B interleaved, paired per repetition."""
+    runs = open(folder / "runs.csv", "w", newline="")
+    out = csv.writer(runs)
+    out.writerow(["rep", "batch", "arm", "claim_us_per_job", "finalize_us_per_job", "wal_per_job"])
+    batches = common.parse_list(a.batches)
+    got = {(b, arm): [] for b in batches for arm in ("arm_a", "arm_b")}
+    rng = random.Random(a.seed)
+    for rep in range(a.reps):
+        for batch in batches:
+            arms = ["arm_a", "arm_b"]
+            rng.shuffle(arms)
+            for arm in arms:
+                cycles = max(20, a.cycles // batch)
+                claim_us, finalize_us, wal = run_cpu(arm, batch, cycles, a.queue, a.outcome)
+                got[(batch, arm)].append((claim_us, finalize_us, wal))
+                out.writerow([rep + 1, batch, arm, round(claim_us, 2), round(finalize_us, 2), round(wal)])
+                runs.flush()
+                if a.outcome == "sent":
+                    top_up(arm, a.backlog, queue)
+                else:
+                    psql(arm, "VACUUM send_jobs")
+        print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
+    runs.close()
+
+    def us(values):
+        return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+    def paired(batch, pick):
+        ratios = sorted(pick(b) / pick(x) for x, b in zip(got[(batch, "arm_a")], got[(batch, "arm_b")]))
+        return f"{statistics.median(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})"
+
+    lines = ["# A/B of two builds: the backend's CPU time per job", ""] + common.header_lines(meta) + [
+        "", f"A = {a.a_version} from {a.a_lib}, B = {a.b_version_resolved} installed; outcome {a.outcome}; "
+            f"{a.backlog} jobs; 1 client, {a.cycles} jobs a run (at least 20 cycles), {a.reps} repetitions, "
+            "interleaved; us of backend CPU per job, median (range); B/A paired per repetition, median (range)", "",
+        "| batch | A claim | B claim | B/A claim | A finalize | B finalize | B/A finalize | B/A both | A WAL B/job | B WAL B/job |",
+        "|---|---|---|---|---|---|---|---|---|---|"]
+    for batch in batches:
+        ra, rb = got[(batch, "arm_a")], got[(batch, "arm_b")]
+        lines.append(
+            f"| {batch} | {us([r[0] for r in ra])} | {us([r[0] for r in rb])} | {paired(batch, lambda r: r[0])} | "
+            f"{us([r[1] for r in ra])} | {us([r[1] for r in rb])} | {paired(batch, lambda r: r[1])} | "
+            f"{paired(batch, lambda r: r[0] + r[1])} | {statistics.median(r[2] for r in ra):,.0f} | "
+            f"{statistics.median(r[2] for r in rb):,.0f} |")
+    text = "\n".join(lines) + "\n"
+    (folder / "report.md").write_text(text)
+    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
+    return 0
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="bench/ab.sh", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,6 +229,10 @@ def main(argv):
                    help="claim from this queue by name (the batch cycle for every batch, jobs counted in the database)")
     p.add_argument("--b-limit", default=None, metavar="ARGS",
                    help="arm B's queue gets sendjobs_limit(queue, ARGS), e.g. \"max_in_flight => 4\" (needs --queue)")
+    p.add_argument("--cpu", action="store_true",
+                   help="measure the backend's CPU time per job of one client instead of jobs/s (--clients is ignored)")
+    p.add_argument("--cycles", type=int, default=3000,
+                   help="with --cpu: jobs a run (claims of --batch each; at least 20 claims)")
     p.add_argument("--seed", type=int, default=1)
     common.add_name_argument(p, "ab")
     p.add_argument("--command", default="bash bench/ab.sh", help=argparse.SUPPRESS)
@@ -134,6 +250,9 @@ def main(argv):
     prepare("arm_b", b_version, None, a.backlog, queue)
     if a.b_limit:
         psql("arm_b", f"SELECT sendjobs_limit('{queue}', {a.b_limit})")
+    if a.cpu:
+        a.b_version_resolved = b_version
+        return cpu_main(a, folder, meta, queue)
     if a.queue:
         script = common.write_script(folder, f"queue_{a.outcome}.sql", QUEUE_CYCLE[a.outcome].format(queue=queue))
         scripts = {"one": script, "batch": script}
