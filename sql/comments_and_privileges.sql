@@ -43,8 +43,8 @@ COMMENT ON FUNCTION @extschema@.sendjobs_queue_limits(text) IS
     'The flow control of a queue (NULL: of every queue that has some): paused, max_in_flight and in_flight, rate, burst and tokens, and whether a claim would be limited now (limited: paused, max_in_flight or rate; NULL when not) and when that may lift by itself (retry_after). A worker whose claim came back short asks it to tell limited from empty.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
-COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) IS
-    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). sendjobs_purge keeps an event until every consumer has passed it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) IS
+    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). reader: only that role''s members may read it (NULL: any role with the relay level). wake: a finish then sends the outbox''s wake-up at its commit. sendjobs_purge keeps an event until every consumer has passed it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_drop_consumer(text) IS
     'Drops a consumer of the outbox: sendjobs_purge no longer keeps events for it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_read_events(text, integer) IS
@@ -143,6 +143,8 @@ COMMENT ON COLUMN @extschema@.sendjobs_consumers.batch IS 'The batch being read 
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_xid IS 'In the batch, the event_xid of the last event read.';
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_id IS 'In the batch, the job id of the last event read.';
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.created_at IS 'When the consumer was created (database clock).';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.reader IS 'The role (oid) whose members may read the consumer; NULL: any role with the relay level.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.wake IS 'Whether a finish sends the outbox''s wake-up for this consumer.';
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_at IS 'When it last read (database clock).';
 COMMENT ON CONSTRAINT sendjobs_consumers_read_check ON @extschema@.sendjobs_consumers IS 'A read position (read_xid, read_id) is whole, and only inside a batch.';
 
@@ -192,7 +194,7 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_pause(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_resume(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_queue_limits(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) FROM PUBLIC;

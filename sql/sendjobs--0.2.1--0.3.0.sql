@@ -64,7 +64,9 @@ END $$;
 -- The new functions, as the install script makes them (pgrx writes it from src/outbox.rs).
 CREATE FUNCTION @extschema@."sendjobs_create_consumer"(
 	"consumer" pg_catalog.text,
-	"from_start" pg_catalog.bool DEFAULT false
+	"from_start" pg_catalog.bool DEFAULT false,
+	"reader" regrole DEFAULT NULL,
+	"wake" pg_catalog.bool DEFAULT false
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
@@ -89,7 +91,7 @@ CREATE FUNCTION @extschema@."sendjobs_read_events"(
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_read_events_wrapper';
-REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
 
@@ -400,6 +402,8 @@ END $body$;
         read_id    bigint,
         created_at timestamptz NOT NULL,
         read_at    timestamptz,
+        reader     oid,
+        wake       boolean     NOT NULL DEFAULT false,
         CONSTRAINT sendjobs_consumers_read_check
             CHECK ((read_xid IS NULL) OPERATOR(pg_catalog.=) (read_id IS NULL)
                    AND (batch IS NOT NULL OR read_xid IS NULL))
@@ -415,7 +419,7 @@ END $body$;
         EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.send_job_events, @extschema@.sendjobs_consumers TO %s',
                                   reader.name);
         IF reader.admin THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean), @extschema@.sendjobs_drop_consumer(text), @extschema@.sendjobs_read_events(text, integer) TO %s',
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean), @extschema@.sendjobs_drop_consumer(text), @extschema@.sendjobs_read_events(text, integer) TO %s',
                                       reader.name);
         END IF;
     END LOOP;
@@ -472,8 +476,8 @@ COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
     'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_purge(interval, integer) IS
     'Deletes up to batch finished jobs (sent, failed, cancelled; each its own event) that finished more than older_than ago, but none a consumer of the outbox has not passed, and returns how many. Skips locked rows: safe from cron while workers run; call until it returns less than batch.';
-COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean) IS
-    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). sendjobs_purge keeps an event until every consumer has passed it.';
+COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) IS
+    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). reader: only that role''s members may read it (NULL: any role with the relay level). wake: a finish then sends the outbox''s wake-up at its commit. sendjobs_purge keeps an event until every consumer has passed it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_drop_consumer(text) IS
     'Drops a consumer of the outbox: sendjobs_purge no longer keeps events for it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_read_events(text, integer) IS
@@ -498,6 +502,8 @@ COMMENT ON COLUMN @extschema@.sendjobs_consumers.batch IS 'The batch being read 
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_xid IS 'In the batch, the event_xid of the last event read.';
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_id IS 'In the batch, the job id of the last event read.';
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.created_at IS 'When the consumer was created (database clock).';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.reader IS 'The role (oid) whose members may read the consumer; NULL: any role with the relay level.';
+COMMENT ON COLUMN @extschema@.sendjobs_consumers.wake IS 'Whether a finish sends the outbox''s wake-up for this consumer.';
 COMMENT ON COLUMN @extschema@.sendjobs_consumers.read_at IS 'When it last read (database clock).';
 COMMENT ON CONSTRAINT sendjobs_consumers_read_check ON @extschema@.sendjobs_consumers IS 'A read position (read_xid, read_id) is whole, and only inside a batch.';
 

@@ -3,11 +3,13 @@
 //! finished job's row (send_job_events is the view of them); a position is two snapshots
 //! in sendjobs_consumers, moved in the reader's own transaction.
 
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, required, short_name, Result, SendJobsError};
-use crate::statements::{first, statement, Statement};
+use crate::sql_types::SqlRole;
+use crate::statements::{statement, Statement};
 
 static CONSUMER_CREATE: Statement = statement!("consumer_create.sql");
 static CONSUMER_DROP: Statement = statement!("consumer_drop.sql");
@@ -20,20 +22,45 @@ static READ_EVENTS: Statement = statement!("read_events.sql");
 const MAX_READ: i32 = 100_000;
 
 /// Creates the consumer `consumer` of the outbox. It reads the events of jobs that finish
-/// from now on (`from_start`: every event still kept, too). sendjobs_purge keeps every
-/// event until each consumer has passed it.
+/// from now on (`from_start`: every event still kept, too). `reader`: only that role's
+/// members may read it (NULL: any role with the relay level). `wake`: a finish then sends
+/// the outbox's wake-up at its commit. sendjobs_purge keeps every event until each
+/// consumer has passed it.
 #[pg_extern(volatile, parallel_unsafe)]
-fn sendjobs_create_consumer(consumer: Option<&str>, from_start: default!(Option<bool>, false)) {
-    or_raise(create_consumer(consumer, from_start))
+fn sendjobs_create_consumer(
+    consumer: Option<&str>,
+    from_start: default!(Option<bool>, false),
+    reader: default!(Option<SqlRole>, "NULL"),
+    wake: default!(Option<bool>, false),
+) {
+    or_raise(create_consumer(consumer, from_start, reader, wake))
 }
 
-fn create_consumer(consumer: Option<&str>, from_start: Option<bool>) -> Result<()> {
+fn create_consumer(
+    consumer: Option<&str>,
+    from_start: Option<bool>,
+    reader: Option<SqlRole>,
+    wake: Option<bool>,
+) -> Result<()> {
     let consumer = short_name(required(consumer, "consumer")?, "consumer")?;
     let from_start = required(from_start, "from_start")?;
+    let wake = required(wake, "wake")?;
+    if reader.is_some_and(|role| role.0 == pg_sys::InvalidOid) {
+        // What regrole makes of '-'.
+        return Err(SendJobsError::InvalidArgument(
+            "reader must name a role; '-' names none".into(),
+        ));
+    }
     Spi::connect_mut(|client| {
         let created = CONSUMER_CREATE.run(
             client,
-            &[consumer.into(), from_start.into(), wall_clock().into()],
+            &[
+                consumer.into(),
+                from_start.into(),
+                wall_clock().into(),
+                reader.map(|role| role.0).into(),
+                wake.into(),
+            ],
         )?;
         if created.is_empty() {
             return Err(SendJobsError::DuplicateConsumer(consumer.to_owned()));
@@ -102,9 +129,21 @@ fn read_events(consumer: Option<&str>, max: Option<i32>) -> Result<Vec<Event>> {
         )));
     }
     Spi::connect_mut(|client| {
-        let locked = first::<String>(CONSUMER_LOCK.run(client, &[consumer.into()])?, "consumer")?;
-        if locked.is_none() {
+        let locked = CONSUMER_LOCK.run(client, &[consumer.into()])?;
+        let Some(row) = locked.into_iter().next() else {
             return Err(SendJobsError::UnknownConsumer(consumer.to_owned()));
+        };
+        // A consumer with a reader is read by that role's members only: a relay of
+        // another consumer must not move its position (the caller's role, not the
+        // extension's owner, which the statements run as).
+        if let Some(reader) = row.get_by_name::<pg_sys::Oid, _>("reader")? {
+            // SAFETY: plain catalog look-ups of the backend's current user.
+            let allowed = unsafe { pg_sys::has_privs_of_role(pg_sys::GetUserId(), reader) };
+            if !allowed {
+                return Err(SendJobsError::PermissionDenied(format!(
+                    "consumer \"{consumer}\" is read by the members of its reader role only"
+                )));
+            }
         }
         let rows = READ_EVENTS.run(
             client,

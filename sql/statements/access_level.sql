@@ -43,7 +43,7 @@ SELECT level.privilege
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_resume(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_limit(text, integer, double precision, integer)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
-    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_create_consumer(text, boolean)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_create_consumer(text, boolean, regrole, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_drop_consumer(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
     ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys, {schema}.sendjobs_consumers')

@@ -1,10 +1,10 @@
---- params: consumer text, from_start bool, now timestamptz
+--- params: consumer text, from_start bool, now timestamptz, reader oid, wake bool
 --- columns: consumer
 -- sendjobs_create_consumer (src/outbox.rs): a new consumer of the outbox. It has passed
 -- every event visible now (from_start: none, so it reads every event kept). '1:1:' is
 -- the snapshot in which no transaction is visible. The caller's own transaction counts as
 -- in progress (sql/statements/read_events.sql says why).
-INSERT INTO @extschema@.sendjobs_consumers (consumer, passed, created_at)
+INSERT INTO @extschema@.sendjobs_consumers (consumer, passed, created_at, reader, wake)
 VALUES ($1, CASE WHEN $2 THEN '1:1:'::pg_catalog.pg_snapshot
                 ELSE (SELECT (least(pg_catalog.pg_snapshot_xmin(now.s), coalesce(now.own, pg_catalog.pg_snapshot_xmin(now.s)))::pg_catalog.text OPERATOR(pg_catalog.||) ':'
                  OPERATOR(pg_catalog.||) pg_catalog.pg_snapshot_xmax(now.s)::pg_catalog.text OPERATOR(pg_catalog.||) ':'
@@ -12,6 +12,6 @@ VALUES ($1, CASE WHEN $2 THEN '1:1:'::pg_catalog.pg_snapshot
                                                      FROM (SELECT pg_catalog.pg_snapshot_xip(now.s) AS x
                                                            UNION SELECT now.own WHERE now.own < pg_catalog.pg_snapshot_xmax(now.s)) AS xs
                                                     WHERE x IS NOT NULL), ''))::pg_catalog.pg_snapshot
-           FROM (SELECT pg_catalog.pg_current_snapshot() AS s, pg_catalog.pg_current_xact_id_if_assigned() AS own) AS now) END, $3)
+           FROM (SELECT pg_catalog.pg_current_snapshot() AS s, pg_catalog.pg_current_xact_id_if_assigned() AS own) AS now) END, $3, $4, $5)
 ON CONFLICT (consumer) DO NOTHING
 RETURNING consumer

@@ -17,7 +17,7 @@
 -- NULL status here; what its job is, and whether it was already finalized so, is looked
 -- up afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
 -- records the outcome that finished it ("outcome": how a repeat is recognised).
--- "readers": whether the outbox has consumers to wake (src/wakeup.rs); "capped_queue": the
+-- "readers": whether the outbox has consumers that asked to be woken (src/wakeup.rs); "capped_queue": the
 -- job's queue when it has a cap on its jobs in flight and wake-ups on (sendjobs_notify),
 -- whose workers a finish wakes (a place came free:
 -- docs/decisions/0013-flow-control-in-the-claim.md). Those queues are read once per
@@ -80,7 +80,7 @@ SELECT claim.id, done.status, done.attempts, done.transaction_id,
 --- variant one
 SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
 --- variant batch, one
-       EXISTS (SELECT FROM @extschema@.sendjobs_consumers) AS readers,
+       EXISTS (SELECT FROM @extschema@.sendjobs_consumers WHERE wake) AS readers,
        CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
                                  WHERE capped.max_in_flight IS NOT NULL AND capped.notify)
             THEN done.queue END AS capped_queue

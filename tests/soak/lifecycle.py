@@ -252,7 +252,7 @@ class Relay(threading.Thread):
     @staticmethod
     def create_consumer(conn):
         with conn.cursor() as cur:
-            cur.execute("SELECT sendjobs_create_consumer('soak')")
+            cur.execute("SELECT sendjobs_create_consumer('soak', wake => true)")
 
     def read_once(self, give_up=None):
         """One read and its witness, committed; the number of events read."""

@@ -127,6 +127,30 @@ SELECT count(*) FROM sendjobs_consumers;
 \set VERBOSITY default
 RESET ROLE;
 
+-- A consumer with a reader role is read by that role's members only, even among relays:
+-- another relay gets 42501 and its position stays (without the test, any relay moved it).
+CREATE ROLE outbox_own_relay;
+SELECT sendjobs_grant('outbox_own_relay', 'relay');
+SELECT sendjobs_create_consumer('owned', reader => 'outbox_own_relay');
+SELECT sendjobs_enqueue('{}', 'owned-q') > 0 AS enqueued;
+SELECT sendjobs_finalize(id, claim_generation, 'sent') FROM sendjobs_claim(1, queue => 'owned-q');
+SELECT consumer, reader::regrole, wake FROM sendjobs_consumers WHERE consumer = 'owned';
+SET ROLE outbox_relay;
+\set VERBOSITY sqlstate
+SELECT count(*) FROM sendjobs_read_events('owned');
+\set VERBOSITY default
+SELECT count(*) FROM sendjobs_read_events('owned');
+RESET ROLE;
+SELECT consumer, batch IS NULL AS no_batch_taken, read_at IS NULL AS never_read FROM sendjobs_consumers WHERE consumer = 'owned';
+SET ROLE outbox_own_relay;
+SELECT queue, kind FROM sendjobs_read_events('owned');
+RESET ROLE;
+SELECT consumer, read_at IS NOT NULL AS read FROM sendjobs_consumers WHERE consumer = 'owned';
+\set VERBOSITY sqlstate
+SELECT sendjobs_create_consumer('nobody', reader => '-');
+\set VERBOSITY default
+SELECT sendjobs_drop_consumer('owned');
+
 DROP EXTENSION sendjobs;
-REVOKE USAGE ON SCHEMA public FROM outbox_relay, outbox_monitor, outbox_worker;
-DROP ROLE outbox_relay, outbox_monitor, outbox_worker;
+REVOKE USAGE ON SCHEMA public FROM outbox_relay, outbox_monitor, outbox_worker, outbox_own_relay;
+DROP ROLE outbox_relay, outbox_monitor, outbox_worker, outbox_own_relay;
