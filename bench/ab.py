@@ -91,6 +91,15 @@ def top_up(db, backlog, queue):
     psql(db, "VACUUM ANALYZE")
 
 
+def reset(db, outcome, backlog, queue):
+    """The next run starts from the same footing: the backlog topped up (sent), or the
+    dead rows of the last run vacuumed (retry)."""
+    if outcome == "sent":
+        top_up(db, backlog, queue)
+    else:
+        psql(db, "VACUUM send_jobs")
+
+
 def run(db, script, clients, batch, duration, count_claims):
     """(jobs/s, WAL bytes per job) of one pgbench run; the WAL is the whole cluster's
     during the run (the other arm is idle then). With count_claims, the jobs are the
@@ -177,10 +186,7 @@ def cpu_main(a, folder, meta, queue):
                 got[(batch, arm)].append((claim_us, finalize_us, wal))
                 out.writerow([rep + 1, batch, arm, round(claim_us, 2), round(finalize_us, 2), round(wal)])
                 runs.flush()
-                if a.outcome == "sent":
-                    top_up(arm, a.backlog, queue)
-                else:
-                    psql(arm, "VACUUM send_jobs")
+                reset(arm, a.outcome, a.backlog, queue)
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
     runs.close()
 
@@ -277,11 +283,7 @@ def main(argv):
                 wal[((clients, batch), arm)].append(wal_per_job)
                 out.writerow([rep + 1, clients, batch, arm, round(jobs_s, 1), round(wal_per_job)])
                 runs.flush()
-                # the next run starts from the same footing
-                if a.outcome == "sent":
-                    top_up(arm, a.backlog, queue)
-                else:
-                    psql(arm, "VACUUM send_jobs")
+                reset(arm, a.outcome, a.backlog, queue)
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
     runs.close()
     lines = ["# A/B of two builds", ""] + common.header_lines(meta) + [

@@ -3,10 +3,9 @@
 //! on every function is revoked from PUBLIC (sql/comments_and_privileges.sql); no level
 //! holds a write privilege on the queue tables.
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::errors::{named_role, or_raise, required, Result, SendJobsError};
 use crate::spi_plans::{extension_schema, owner_scope, within};
 use crate::sql_types::SqlRole;
 use crate::statements::{first, statement, Statement};
@@ -34,13 +33,7 @@ fn sendjobs_revoke(role: Option<SqlRole>, access: Option<&str>) {
 }
 
 fn change_access(role: Option<SqlRole>, access: Option<&str>, change: Change) -> Result<()> {
-    let role = required(role, "role")?;
-    if role.0 == pg_sys::InvalidOid {
-        // What regrole makes of '-'.
-        return Err(SendJobsError::InvalidArgument(
-            "role must name a role; '-' names none".into(),
-        ));
-    }
+    let role = named_role(required(role, "role")?, "role")?;
     let access = required(access, "access")?;
     Spi::connect_mut(|client| {
         let privileges = ACCESS_LEVEL

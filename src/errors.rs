@@ -3,6 +3,8 @@
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
+use crate::sql_types::SqlRole;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SendJobsError {
     /// 22004 null_value_not_allowed
@@ -251,6 +253,16 @@ pub fn distinct_id(id: Option<i64>, seen: &mut std::collections::HashSet<i64>) -
 }
 
 /// Runs a function body and raises its error, if any, with the right SQLSTATE.
+/// A regrole argument that names a role: regrole reads '-' as no role (oid 0).
+pub fn named_role(role: SqlRole, name: &'static str) -> Result<SqlRole> {
+    if role.0 == pg_sys::InvalidOid {
+        return Err(SendJobsError::InvalidArgument(format!(
+            "{name} must name a role; '-' names none"
+        )));
+    }
+    Ok(role)
+}
+
 pub fn or_raise<T>(result: Result<T>) -> T {
     result.unwrap_or_else(|error| error.raise())
 }

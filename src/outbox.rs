@@ -7,7 +7,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock::wall_clock;
-use crate::errors::{or_raise, required, short_name, Result, SendJobsError};
+use crate::errors::{named_role, or_raise, required, short_name, Result, SendJobsError};
 use crate::sql_types::SqlRole;
 use crate::statements::{statement, Statement};
 
@@ -45,12 +45,7 @@ fn create_consumer(
     let consumer = short_name(required(consumer, "consumer")?, "consumer")?;
     let from_start = required(from_start, "from_start")?;
     let wake = required(wake, "wake")?;
-    if reader.is_some_and(|role| role.0 == pg_sys::InvalidOid) {
-        // What regrole makes of '-'.
-        return Err(SendJobsError::InvalidArgument(
-            "reader must name a role; '-' names none".into(),
-        ));
-    }
+    let reader = reader.map(|role| named_role(role, "reader")).transpose()?;
     Spi::connect_mut(|client| {
         let created = CONSUMER_CREATE.run(
             client,
