@@ -1,6 +1,6 @@
 //! The actions: sign in and out, redrive, cancel, pause, resume. POST only (the router
-//! has no other route to them). Each checks, in this order, the CSRF token, that a
-//! token is configured, the operator's session, and that the role may execute the
+//! has no other route to them). Each checks, in this order, that a token is configured,
+//! the CSRF token, the operator's session, and that the role may execute the
 //! function (has_function_privilege); then calls the extension's function with the
 //! request's values as bound parameters, and logs who did what with which result.
 
@@ -14,9 +14,8 @@ use maud::html;
 
 use crate::auth::{self, Operator, CSRF_COOKIE, OPERATOR_COOKIE};
 use crate::error::{PageError, PageResult};
-use crate::http::CsrfCookie;
 use crate::pages::queues::encode_path;
-use crate::pages::{layout, parse_id, parse_queue, Action, Ctx};
+use crate::pages::{layout, parse_id, parse_queue, Action};
 use crate::Shared;
 
 /// A form body's fields, in order, repeated names kept (the redrive's ids).
@@ -60,17 +59,17 @@ async fn authorize(
         tracing::warn!(remote = %remote, action = action.name(), "action refused: {why}");
         PageError::Forbidden(why.to_string())
     };
+    if !app.auth.token_configured() {
+        return Err(refuse(
+            "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs",
+        ));
+    }
     if !app
         .auth
         .csrf_valid(auth::cookie(headers, CSRF_COOKIE), form.one("csrf"))
     {
         return Err(refuse(
             "the form's CSRF token is missing or wrong: reload the page and try again",
-        ));
-    }
-    if !app.auth.token_configured() {
-        return Err(refuse(
-            "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs",
         ));
     }
     let Some(operator) = app.auth.operator(auth::cookie(headers, OPERATOR_COOKIE)) else {
@@ -92,21 +91,12 @@ async fn authorize(
     Ok(Caller { remote, operator })
 }
 
-fn result_page(
-    app: &Shared,
-    caller: &Caller,
-    csrf: &str,
-    title: &str,
-    ok: bool,
-    message: maud::Markup,
-    back: &str,
-) -> Response {
+fn result_page(title: &str, ok: bool, message: maud::Markup, back: &str) -> Response {
     let status = if ok {
         StatusCode::OK
     } else {
         StatusCode::CONFLICT
     };
-    let _ = (app, caller, csrf);
     let body = layout(
         None,
         title,
@@ -123,7 +113,6 @@ pub async fn redrive(
     State(app): State<Shared>,
     ConnectInfo(remote): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    axum::Extension(csrf): axum::Extension<CsrfCookie>,
     body: Bytes,
 ) -> PageResult<Response> {
     let form = Form::parse(&body);
@@ -149,9 +138,6 @@ pub async fn redrive(
             tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
                 queue = queue.as_deref().unwrap_or(""), ids = ?ids, result = %pairs.join(","), "action");
             Ok(result_page(
-                &app,
-                &caller,
-                &csrf.0,
                 "Redriven",
                 true,
                 html! {
@@ -165,9 +151,6 @@ pub async fn redrive(
             tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
                 ids = ?ids, result = %err, "action failed");
             Ok(result_page(
-                &app,
-                &caller,
-                &csrf.0,
                 "Not redriven",
                 false,
                 html! { "Nothing was redriven: " (err.to_string()) },
@@ -181,7 +164,6 @@ pub async fn cancel(
     State(app): State<Shared>,
     ConnectInfo(remote): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    axum::Extension(csrf): axum::Extension<CsrfCookie>,
     body: Bytes,
 ) -> PageResult<Response> {
     let form = Form::parse(&body);
@@ -193,9 +175,6 @@ pub async fn cancel(
             tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = %answer, "action");
             let ok = answer == "applied";
             Ok(result_page(
-                &app,
-                &caller,
-                &csrf.0,
                 if ok { "Cancelled" } else { "Not cancelled" },
                 ok,
                 html! {
@@ -207,9 +186,6 @@ pub async fn cancel(
         Err(err) => {
             tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = %err, "action failed");
             Ok(result_page(
-                &app,
-                &caller,
-                &csrf.0,
                 "Not cancelled",
                 false,
                 html! { "Nothing changed: " (err.to_string()) },
@@ -223,27 +199,24 @@ pub async fn pause(
     state: State<Shared>,
     connect: ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    csrf: axum::Extension<CsrfCookie>,
     body: Bytes,
 ) -> PageResult<Response> {
-    pause_or_resume(state, connect, headers, csrf, body, Action::Pause).await
+    pause_or_resume(state, connect, headers, body, Action::Pause).await
 }
 
 pub async fn resume(
     state: State<Shared>,
     connect: ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    csrf: axum::Extension<CsrfCookie>,
     body: Bytes,
 ) -> PageResult<Response> {
-    pause_or_resume(state, connect, headers, csrf, body, Action::Resume).await
+    pause_or_resume(state, connect, headers, body, Action::Resume).await
 }
 
 async fn pause_or_resume(
     State(app): State<Shared>,
     ConnectInfo(remote): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    axum::Extension(csrf): axum::Extension<CsrfCookie>,
     body: Bytes,
     action: Action,
 ) -> PageResult<Response> {
@@ -265,9 +238,6 @@ async fn pause_or_resume(
         Ok(()) => {
             tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = %queue, result = "applied", "action");
             Ok(result_page(
-                &app,
-                &caller,
-                &csrf.0,
                 verb,
                 true,
                 html! { (verb) " the queue " code { (queue) } "." },
@@ -277,9 +247,6 @@ async fn pause_or_resume(
         Err(err) => {
             tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = %queue, result = %err, "action failed");
             Ok(result_page(
-                &app,
-                &caller,
-                &csrf.0,
                 "Nothing changed",
                 false,
                 html! { (err.to_string()) },
@@ -296,6 +263,11 @@ pub async fn sign_in(
     body: Bytes,
 ) -> PageResult<Response> {
     let form = Form::parse(&body);
+    if !app.auth.token_configured() {
+        return Err(PageError::Forbidden(
+            "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set".into(),
+        ));
+    }
     if !app
         .auth
         .csrf_valid(auth::cookie(&headers, CSRF_COOKIE), form.one("csrf"))
@@ -303,11 +275,6 @@ pub async fn sign_in(
         tracing::warn!(remote = %remote, action = "signin", "refused: CSRF token missing or wrong");
         return Err(PageError::Forbidden(
             "the form's CSRF token is missing or wrong: reload the page and try again".into(),
-        ));
-    }
-    if !app.auth.token_configured() {
-        return Err(PageError::Forbidden(
-            "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set".into(),
         ));
     }
     let name = form.one("operator").unwrap_or("").trim();
@@ -353,6 +320,3 @@ pub async fn sign_out(
     }
     Ok(response)
 }
-
-#[allow(dead_code)]
-fn _ctx_is_used(_: &Ctx) {}
