@@ -3,12 +3,14 @@
 # throwaway cluster (tests/cluster.py) loads tests/console/workload.sql, starts three
 # consoles (monitor+admin with the token, monitor-only with the token, monitor+admin
 # without a token) and runs tests/console/browser.mjs in headless Debian chromium. The
-# consoles and the cluster are stopped, pass or fail. Screenshots go to docs/console/.
+# consoles and the cluster are stopped, pass or fail. With --screenshots it writes a
+# screenshot of each page to docs/console/ (otherwise into the cluster's folder, removed).
 # Needs the extension installed into the PostgreSQL of SENDJOBS_PG (scripts/test.sh has
 # installed it by the time it runs this).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${1:-}" != "--inside" ]; then
+  if [ "${1:-}" = "--screenshots" ]; then export SCREENSHOTS=$PWD/docs/console; fi
   export PATH="$HOME/.cargo/bin:$PATH"
   cargo build -q -p sendjobs-console
   if [ ! -d tests/console/node_modules ] || [ tests/console/package-lock.json -nt tests/console/node_modules ]; then
@@ -39,7 +41,7 @@ start() {  # variable name role token-or-empty: starts a console, sets $variable
 start CONSOLE_ADMIN admin console_admin "$SENDJOBS_CONSOLE_TOKEN"
 start CONSOLE_MONITOR monitor console_monitor "$SENDJOBS_CONSOLE_TOKEN"
 start CONSOLE_NOTOKEN notoken console_admin ""
-export CONSOLE_ADMIN CONSOLE_MONITOR CONSOLE_NOTOKEN SCREENSHOTS=${SCREENSHOTS:-docs/console}
+export CONSOLE_ADMIN CONSOLE_MONITOR CONSOLE_NOTOKEN SCREENSHOTS=${SCREENSHOTS:-$SENDJOBS_CLUSTER_DIR/screenshots}
 status=0
 node tests/console/browser.mjs || status=$?
 # The action log: every action, with who and what, on the console's stderr.
