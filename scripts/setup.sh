@@ -12,9 +12,11 @@ need_apt=()
 # python3-psycopg (psycopg 3) and pgbouncer: the example workers and their test
 # (tests/workers/check.py, directly and through PgBouncer); nodejs and npm for the
 # TypeScript worker, unless a Node.js is installed already; libssl-dev and openssl: the Rust
-# worker's TLS (native-tls on OpenSSL) and its test's certificates.
+# worker's TLS (native-tls on OpenSSL) and its test's certificates; chromium and curl: the
+# operator's console's browser test (tests/console/run.sh, playwright-core drives
+# /usr/bin/chromium).
 for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config libssl-dev openssl python3-psycopg2 \
-           python3-psycopg pgbouncer $(command -v npm >/dev/null || echo nodejs npm) \
+           python3-psycopg pgbouncer chromium curl $(command -v npm >/dev/null || echo nodejs npm) \
            $(python3 -m pip --version >/dev/null 2>&1 || echo python3-pip); do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done

@@ -12,7 +12,8 @@
 #   5. on the default major (18) everything: the pgrx tests, the SQL suites, the SQL
 #      reference's examples (tests/reference/check.py), the short chaos soak and the
 #      failover soak (scripts/soak.sh), and the workers (workers/): the Python and
-#      TypeScript ones, directly and through PgBouncer, and the Rust crate's tests.
+#      TypeScript ones, directly and through PgBouncer, and the Rust crate's tests; the
+#      operator's console in headless chromium (tests/console/run.sh).
 # Installs what is missing first (scripts/setup.sh). Works as root or as a sudo user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,7 @@ for major in $(all_majors); do
   cargo clippy --all-targets --no-default-features --features "pg$major pg_test" -- -D warnings
 done
 cargo clippy -p sendjobs-worker --all-targets -- -D warnings
+cargo clippy -p sendjobs-console --all-targets -- -D warnings
 
 # pgrx tests (each major's own cluster), then the extension as users install it (no test
 # schema), as a package, installed by renames into that major's PostgreSQL.
@@ -89,6 +91,10 @@ echo "== the Rust worker (workers/rust/) =="
 python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
   'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-worker -- --include-ignored --skip a_worker_connects_over_tls --skip a_tls_worker_refuses_a_server_without_tls' \
   2>&1 | tee -a "$log"
+
+# The operator's console (console/) in headless chromium, against the package installed above.
+echo "== the operator's console in a browser (tests/console/run.sh) =="
+bash tests/console/run.sh 2>&1 | tee -a "$log"
 took
 
 # One closing line for the whole run: tests that passed across the suites and majors (the
@@ -100,5 +106,6 @@ workers_passed=$(grep -cE '^   (python|node) (direct|pgbouncer|wakeup|rate):' "$
 rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
 answers_passed=$(sed -nE 's/^lost_answer: ([0-9]+) cases passed/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+console_passed=$(grep -c '^console: the browser test passed' "$log" || true)
 upgrades_passed=$(grep -cE 'the restored database keeps every job|the claims of before finalize with their generations' "$log" || true)
-echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + 2)) passed, 0 failed"
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + console_passed + 2)) passed, 0 failed"

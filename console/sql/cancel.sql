@@ -1,0 +1,1 @@
+SELECT sendjobs_cancel($1::bigint) AS result

@@ -1,0 +1,1 @@
+SELECT sendjobs_pause($1::text)

@@ -1,0 +1,2 @@
+-- A job's payload, read only when has_column_privilege says the role may.
+SELECT payload::text AS payload FROM send_jobs WHERE id = $1

@@ -1,0 +1,1 @@
+SELECT sendjobs_resume($1::text)

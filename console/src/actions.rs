@@ -1,0 +1,322 @@
+//! The actions: sign in and out, redrive, cancel, pause, resume. POST only (the router
+//! has no other route to them). Each checks, in this order, that a token is configured,
+//! the CSRF token, the operator's session, and that the role may execute the
+//! function (has_function_privilege); then calls the extension's function with the
+//! request's values as bound parameters, and logs who did what with which result.
+
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
+
+use crate::auth::{self, Operator, CSRF_COOKIE, OPERATOR_COOKIE};
+use crate::error::{PageError, PageResult};
+use crate::pages::queues::encode_path;
+use crate::pages::{layout, parse_id, parse_queue, Action};
+use crate::Shared;
+
+/// A form body's fields, in order, repeated names kept (the redrive's ids).
+struct Form(Vec<(String, String)>);
+
+impl Form {
+    fn parse(body: &Bytes) -> Form {
+        Form(form_urlencoded::parse(body).into_owned().collect())
+    }
+
+    fn one(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Who asks: the remote address, and the operator once the session is checked.
+struct Caller {
+    remote: SocketAddr,
+    operator: Operator,
+}
+
+/// The checks every action passes before it runs; a refusal is logged and changes nothing.
+async fn authorize(
+    app: &Shared,
+    headers: &HeaderMap,
+    remote: SocketAddr,
+    form: &Form,
+    action: Action,
+) -> PageResult<Caller> {
+    let refuse = |why: &str| {
+        tracing::warn!(remote = %remote, action = action.name(), "action refused: {why}");
+        PageError::Forbidden(why.to_string())
+    };
+    if !app.auth.token_configured() {
+        return Err(refuse(
+            "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs",
+        ));
+    }
+    if !app
+        .auth
+        .csrf_valid(auth::cookie(headers, CSRF_COOKIE), form.one("csrf"))
+    {
+        return Err(refuse(
+            "the form's CSRF token is missing or wrong: reload the page and try again",
+        ));
+    }
+    let Some(operator) = app.auth.operator(auth::cookie(headers, OPERATOR_COOKIE)) else {
+        return Err(refuse(
+            "no operator session: sign in with the operator token first",
+        ));
+    };
+    let privileges = app.db.privileges().await?;
+    if !action.granted(&privileges) {
+        let why = format!(
+            "the role {} may not execute {} (the {} level)",
+            privileges.role,
+            action.function(),
+            action.levels()
+        );
+        tracing::warn!(remote = %remote, operator = %operator.name, action = action.name(), "action refused: {why}");
+        return Err(PageError::Forbidden(why));
+    }
+    Ok(Caller { remote, operator })
+}
+
+fn result_page(title: &str, ok: bool, message: maud::Markup, back: &str) -> Response {
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::CONFLICT
+    };
+    let body = layout(
+        None,
+        title,
+        html! {
+            h1 { (title) }
+            div class=(if ok { "done" } else { "refused" }) #result { (message) }
+            p { a #back href=(back) { "Back" } }
+        },
+    );
+    (status, body).into_response()
+}
+
+pub async fn redrive(
+    State(app): State<Shared>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    let queue = form.one("queue").map(parse_queue).transpose()?;
+    let ids = form
+        .all("id")
+        .map(parse_id)
+        .collect::<PageResult<Vec<i64>>>()?;
+    if ids.is_empty() {
+        return Err(PageError::BadRequest("no job selected".into()));
+    }
+    let caller = authorize(&app, &headers, remote, &form, Action::Redrive).await?;
+    let back = queue
+        .as_deref()
+        .map(|q| format!("/queues/{}", encode_path(q)))
+        .unwrap_or_else(|| "/queues".into());
+    match app.db.redrive(&ids).await {
+        Ok(done) => {
+            let pairs: Vec<String> = done
+                .iter()
+                .map(|r| format!("{}→{}", r.id, r.new_id))
+                .collect();
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
+                queue = queue.as_deref().unwrap_or(""), ids = ?ids, result = %pairs.join(","), "action");
+            Ok(result_page(
+                "Redriven",
+                true,
+                html! {
+                    "Redrove " (done.len()) " job(s): "
+                    @for r in &done { a href=(format!("/jobs/{}", r.id)) { (r.id) } " → new job " a.new-job href=(format!("/jobs/{}", r.new_id)) { (r.new_id) } "; " }
+                },
+                &back,
+            ))
+        }
+        Err(err) => {
+            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
+                ids = ?ids, result = %err, "action failed");
+            Ok(result_page(
+                "Not redriven",
+                false,
+                html! { "Nothing was redriven: " (err.to_string()) },
+                &back,
+            ))
+        }
+    }
+}
+
+pub async fn cancel(
+    State(app): State<Shared>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    let id = parse_id(form.one("id").unwrap_or(""))?;
+    let caller = authorize(&app, &headers, remote, &form, Action::Cancel).await?;
+    let back = format!("/jobs/{id}");
+    match app.db.cancel(id).await {
+        Ok(answer) => {
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = %answer, "action");
+            let ok = answer == "applied";
+            Ok(result_page(
+                if ok { "Cancelled" } else { "Not cancelled" },
+                ok,
+                html! {
+                    @if ok { "Job " (id) " is cancelled." } @else { "Job " (id) " had finished already (stale): nothing changed." }
+                },
+                &back,
+            ))
+        }
+        Err(err) => {
+            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = %err, "action failed");
+            Ok(result_page(
+                "Not cancelled",
+                false,
+                html! { "Nothing changed: " (err.to_string()) },
+                &back,
+            ))
+        }
+    }
+}
+
+pub async fn pause(
+    state: State<Shared>,
+    connect: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    pause_or_resume(state, connect, headers, body, Action::Pause).await
+}
+
+pub async fn resume(
+    state: State<Shared>,
+    connect: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    pause_or_resume(state, connect, headers, body, Action::Resume).await
+}
+
+async fn pause_or_resume(
+    State(app): State<Shared>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+    action: Action,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    let queue = parse_queue(form.one("queue").unwrap_or(""))?;
+    let caller = authorize(&app, &headers, remote, &form, action).await?;
+    let back = format!("/queues/{}", encode_path(&queue));
+    let result = if action == Action::Pause {
+        app.db.pause(&queue).await
+    } else {
+        app.db.resume(&queue).await
+    };
+    let verb = if action == Action::Pause {
+        "Paused"
+    } else {
+        "Resumed"
+    };
+    match result {
+        Ok(()) => {
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = %queue, result = "applied", "action");
+            Ok(result_page(
+                verb,
+                true,
+                html! { (verb) " the queue " code { (queue) } "." },
+                &back,
+            ))
+        }
+        Err(err) => {
+            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = %queue, result = %err, "action failed");
+            Ok(result_page(
+                "Nothing changed",
+                false,
+                html! { (err.to_string()) },
+                &back,
+            ))
+        }
+    }
+}
+
+pub async fn sign_in(
+    State(app): State<Shared>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    if !app.auth.token_configured() {
+        return Err(PageError::Forbidden(
+            "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set".into(),
+        ));
+    }
+    if !app
+        .auth
+        .csrf_valid(auth::cookie(&headers, CSRF_COOKIE), form.one("csrf"))
+    {
+        tracing::warn!(remote = %remote, action = "signin", "refused: CSRF token missing or wrong");
+        return Err(PageError::Forbidden(
+            "the form's CSRF token is missing or wrong: reload the page and try again".into(),
+        ));
+    }
+    let name = form.one("operator").unwrap_or("").trim();
+    if !auth::valid_operator_name(name) {
+        return Err(PageError::BadRequest(
+            "an operator's name is 1 to 64 letters, digits and . _ @ -".into(),
+        ));
+    }
+    if !app.auth.token_matches(form.one("token").unwrap_or("")) {
+        tracing::warn!(remote = %remote, operator = %name, action = "signin", "refused: wrong token");
+        return Err(PageError::Forbidden("wrong operator token".into()));
+    }
+    tracing::info!(remote = %remote, operator = %name, token = app.auth.token_id.as_deref().unwrap_or(""), action = "signin", "action");
+    let cookie = auth::set_cookie(
+        OPERATOR_COOKIE,
+        &app.auth.session_value(name),
+        Some(auth::session_max_age()),
+    );
+    let mut response = Redirect::to("/queues").into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    Ok(response)
+}
+
+pub async fn sign_out(
+    State(app): State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    if !app
+        .auth
+        .csrf_valid(auth::cookie(&headers, CSRF_COOKIE), form.one("csrf"))
+    {
+        return Err(PageError::Forbidden(
+            "the form's CSRF token is missing or wrong".into(),
+        ));
+    }
+    let mut response = Redirect::to("/queues").into_response();
+    if let Ok(value) = HeaderValue::from_str(&auth::set_cookie(OPERATOR_COOKIE, "", Some(0))) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    Ok(response)
+}

@@ -1,0 +1,226 @@
+//! The operator token, the operator's session and the CSRF token.
+//!
+//! - **The token** comes from `SENDJOBS_CONSOLE_TOKEN`; unset, no action runs. The
+//!   operator signs in with it and a name (POST /signin); the two are compared in
+//!   constant time (SHA-256 digests of both, so that the length leaks nothing either).
+//! - **The session** is a cookie `sjc_operator` = `<name>.<expires>.<mac>`, the MAC an
+//!   HMAC-SHA-256 under a random per-process secret: it cannot be forged, ends after
+//!   8 hours, and every session ends when the console restarts. HttpOnly, SameSite=Strict.
+//! - **CSRF**: signed double submit. A random cookie `sjc_csrf` (SameSite=Strict,
+//!   HttpOnly), and every form carries `csrf` = HMAC(secret, that cookie); a POST is
+//!   refused unless the field matches the cookie it came with. Another site can neither
+//!   read the field nor compute it, and a cookie planted by a sibling host is useless
+//!   without the secret.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::http::HeaderMap;
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::error::StartError;
+
+pub const CSRF_COOKIE: &str = "sjc_csrf";
+pub const OPERATOR_COOKIE: &str = "sjc_operator";
+const SESSION_SECONDS: u64 = 8 * 3600;
+
+pub struct Auth {
+    /// SHA-256 of the operator token, when one is set.
+    token_digest: Option<[u8; 32]>,
+    /// The first 8 hex digits of that digest: names the token in the action log.
+    pub token_id: Option<String>,
+    secret: [u8; 32],
+}
+
+/// The operator a session cookie names.
+#[derive(Clone, Debug)]
+pub struct Operator {
+    pub name: String,
+}
+
+impl Auth {
+    pub fn from_env() -> Result<Self, StartError> {
+        let token = std::env::var("SENDJOBS_CONSOLE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty());
+        if let Some(t) = &token {
+            if t.len() < 16 {
+                return Err(StartError::ShortToken(t.len()));
+            }
+        }
+        let mut secret = [0u8; 32];
+        getrandom::getrandom(&mut secret).map_err(StartError::Random)?;
+        let token_digest = token.map(|t| Sha256::digest(t.as_bytes()).into());
+        let token_id = token_digest.map(|d: [u8; 32]| hex(&d[..4]));
+        Ok(Auth {
+            token_digest,
+            token_id,
+            secret,
+        })
+    }
+
+    pub fn token_configured(&self) -> bool {
+        self.token_digest.is_some()
+    }
+
+    /// Whether `given` is the operator token, in constant time.
+    pub fn token_matches(&self, given: &str) -> bool {
+        let Some(expected) = &self.token_digest else {
+            return false;
+        };
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        bool::from(given.ct_eq(expected))
+    }
+
+    fn mac(&self, purpose: &str, value: &str) -> String {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(purpose.as_bytes());
+        mac.update(b"\0");
+        mac.update(value.as_bytes());
+        hex(&mac.finalize().into_bytes())
+    }
+
+    /// A new random value for the CSRF cookie.
+    pub fn new_csrf_cookie(&self) -> String {
+        let mut bytes = [0u8; 16];
+        getrandom::getrandom(&mut bytes).expect("the system's random source");
+        hex(&bytes)
+    }
+
+    /// The CSRF field that the forms of a page carry, for the cookie it goes with.
+    pub fn csrf_field(&self, cookie: &str) -> String {
+        self.mac("csrf", cookie)
+    }
+
+    /// Whether a POST's CSRF field belongs to its cookie.
+    pub fn csrf_valid(&self, cookie: Option<&str>, field: Option<&str>) -> bool {
+        match (cookie, field) {
+            (Some(cookie), Some(field)) if !cookie.is_empty() => {
+                bool::from(self.csrf_field(cookie).as_bytes().ct_eq(field.as_bytes()))
+            }
+            _ => false,
+        }
+    }
+
+    /// The session cookie's value for `name`, signed.
+    pub fn session_value(&self, name: &str) -> String {
+        let expires = now_seconds() + SESSION_SECONDS;
+        let body = format!("{name}.{expires}");
+        let mac = self.mac("operator", &body);
+        format!("{body}.{mac}")
+    }
+
+    /// The operator of a session cookie, if it is ours, unexpired, and a token is set.
+    pub fn operator(&self, cookie: Option<&str>) -> Option<Operator> {
+        self.token_digest?;
+        let (body, mac) = cookie?.rsplit_once('.')?;
+        if !bool::from(self.mac("operator", body).as_bytes().ct_eq(mac.as_bytes())) {
+            return None;
+        }
+        let (name, expires) = body.rsplit_once('.')?;
+        (expires.parse::<u64>().ok()? > now_seconds()).then(|| Operator {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// An operator's name: 1 to 64 letters, digits and `._@-` (it goes into a cookie and
+/// the action log as it is).
+pub fn valid_operator_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-'))
+}
+
+/// A cookie of the request.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// A Set-Cookie value: HttpOnly, SameSite=Strict, for the whole console.
+pub fn set_cookie(name: &str, value: &str, max_age: Option<u64>) -> String {
+    let age = max_age
+        .map(|s| format!("; Max-Age={s}"))
+        .unwrap_or_default();
+    format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict{age}")
+}
+
+pub fn session_max_age() -> u64 {
+    SESSION_SECONDS
+}
+
+fn now_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(token: Option<&str>) -> Auth {
+        let token_digest = token.map(|t| Sha256::digest(t.as_bytes()).into());
+        Auth {
+            token_digest,
+            token_id: None,
+            secret: [7; 32],
+        }
+    }
+
+    #[test]
+    fn the_token_must_match_exactly() {
+        let a = auth(Some("a-token-of-twenty-chars"));
+        assert!(a.token_matches("a-token-of-twenty-chars"));
+        assert!(!a.token_matches("a-token-of-twenty-char"));
+        assert!(!a.token_matches(""));
+        assert!(!auth(None).token_matches(""));
+    }
+
+    #[test]
+    fn a_csrf_field_belongs_to_its_cookie() {
+        let a = auth(None);
+        let field = a.csrf_field("cookie-1");
+        assert!(a.csrf_valid(Some("cookie-1"), Some(&field)));
+        assert!(!a.csrf_valid(Some("cookie-2"), Some(&field)));
+        assert!(!a.csrf_valid(None, Some(&field)));
+        assert!(!a.csrf_valid(Some("cookie-1"), None));
+        assert!(!a.csrf_valid(Some(""), Some(&a.csrf_field(""))));
+    }
+
+    #[test]
+    fn a_session_cannot_be_forged_or_renamed() {
+        let a = auth(Some("a-token-of-twenty-chars"));
+        let value = a.session_value("alice");
+        assert_eq!(
+            a.operator(Some(&value)).map(|o| o.name),
+            Some("alice".into())
+        );
+        let renamed = value.replacen("alice", "mallory", 1);
+        assert!(a.operator(Some(&renamed)).is_none());
+        assert!(
+            auth(None).operator(Some(&value)).is_none(),
+            "no token: no session"
+        );
+        let other_process = Auth {
+            secret: [8; 32],
+            ..auth(Some("a-token-of-twenty-chars"))
+        };
+        assert!(other_process.operator(Some(&value)).is_none());
+    }
+}

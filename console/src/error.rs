@@ -1,0 +1,96 @@
+//! The console's errors: at startup (StartError), and a request's (PageError), which
+//! becomes a page with its status.
+
+use std::net::SocketAddr;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the connection string: {0}")]
+    DatabaseUrl(tokio_postgres::Error),
+    #[error("the pool: {0}")]
+    Pool(String),
+    #[error("the database: {0}")]
+    Database(#[from] DbError),
+    #[error("the extension sendjobs is not installed in this database")]
+    NoExtension,
+    #[error("SENDJOBS_CONSOLE_TOKEN must be at least 16 characters (it is {0})")]
+    ShortToken(usize),
+    #[error("the random secret: {0}")]
+    Random(getrandom::Error),
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A database call that failed: no connection from the pool, or the statement.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("no connection: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("{}", describe(.0))]
+    Query(#[from] tokio_postgres::Error),
+}
+
+/// The server's message with its SQLSTATE, as psql's verbose form prints it.
+fn describe(err: &tokio_postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => err.to_string(),
+    }
+}
+
+impl DbError {
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            DbError::Query(err) => err.code().map(|code| code.code()),
+            DbError::Pool(_) => None,
+        }
+    }
+}
+
+/// Why a request got no page of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("the database: {0}")]
+    Database(#[from] DbError),
+}
+
+impl PageError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            PageError::Forbidden(_) => StatusCode::FORBIDDEN,
+            PageError::NotFound(_) => StatusCode::NOT_FOUND,
+            // Bad input the database refused (a timestamp it cannot read, a value out of
+            // range): the request's fault, and nothing changed.
+            PageError::Database(err) if err.sqlstate().is_some_and(|s| s.starts_with("22")) => {
+                StatusCode::BAD_REQUEST
+            }
+            PageError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!("request failed: {self}");
+        }
+        let body = crate::pages::error_page(status, &self.to_string());
+        (status, body).into_response()
+    }
+}
+
+pub type PageResult<T> = Result<T, PageError>;

@@ -1,0 +1,111 @@
+//! sendjobs-console: an operator's console in the browser for the sendjobs extension.
+//!
+//! One process, one pool of connections as one role: pages read through the
+//! extension's functions and its indexed look-ups (db.rs), actions call its functions
+//! (actions.rs) once the operator signed in with the token (auth.rs). docs/console.md
+//! tells the pages, the access and the measurements.
+
+mod actions;
+mod assets;
+mod auth;
+mod db;
+mod error;
+mod http;
+mod pages;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use clap::Parser;
+
+/// The console's command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "sendjobs-console",
+    version,
+    about = "An operator's console in the browser for the sendjobs extension",
+    after_help = "Actions (redrive, cancel, pause, resume) need the operator token from the \
+environment, SENDJOBS_CONSOLE_TOKEN; without it the console only shows.\n\n\
+--listen defaults to 127.0.0.1:8090, loopback: only this machine can reach it. A \
+non-loopback address (0.0.0.0, a LAN address) lets anyone who can reach that address \
+read every page, and try the token; the console speaks plain HTTP, so the token and \
+the session cookie cross that network unencrypted. Put it behind a TLS proxy, or keep it \
+on loopback and reach it through an SSH tunnel."
+)]
+struct Args {
+    /// The connection string (libpq key=value or postgresql:// URL) of a role with the
+    /// `monitor` level, and `admin` for the actions (sendjobs_grant).
+    #[arg(long, env = "SENDJOBS_CONSOLE_DATABASE_URL")]
+    database_url: String,
+
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    listen: SocketAddr,
+
+    /// Connections in the pool.
+    #[arg(long, default_value_t = 4)]
+    pool_size: usize,
+}
+
+/// What every handler shares.
+pub struct App {
+    pub db: db::Db,
+    pub auth: auth::Auth,
+}
+
+pub type Shared = Arc<App>;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("sendjobs-console: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), error::StartError> {
+    let db = db::Db::connect(&args.database_url, args.pool_size).await?;
+    let auth = auth::Auth::from_env()?;
+    let role = db.privileges().await?;
+    tracing::info!(
+        role = %role.role,
+        actions = %role.allowed_actions().join(","),
+        token = auth.token_configured(),
+        "sendjobs-console: connected; listening on http://{}",
+        args.listen
+    );
+    if !args.listen.ip().is_loopback() {
+        tracing::warn!(
+            "sendjobs-console: listening on a non-loopback address ({}): see --help",
+            args.listen
+        );
+    }
+    let app = Arc::new(App { db, auth });
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| error::StartError::Listen {
+            addr: args.listen,
+            source,
+        })?;
+    axum::serve(
+        listener,
+        http::router(app).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .map_err(|source| error::StartError::Listen {
+        addr: args.listen,
+        source,
+    })?;
+    Ok(())
+}

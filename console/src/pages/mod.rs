@@ -1,0 +1,217 @@
+//! The pages: each a module, all rendered on the server with maud (which escapes every
+//! value it is given), inside one layout.
+
+pub mod job;
+pub mod queue;
+pub mod queues;
+pub mod search;
+
+use axum::http::{HeaderMap, StatusCode};
+use maud::{html, Markup, DOCTYPE};
+
+use crate::auth::{self, Operator, OPERATOR_COOKIE};
+use crate::db::Privileges;
+use crate::error::PageResult;
+use crate::http::CsrfCookie;
+use crate::App;
+
+/// An action the console offers, with the function it calls and the level it needs
+/// (docs/reference.md).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Action {
+    Redrive,
+    Cancel,
+    Pause,
+    Resume,
+}
+
+impl Action {
+    pub const ALL: [Action; 4] = [
+        Action::Redrive,
+        Action::Cancel,
+        Action::Pause,
+        Action::Resume,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Redrive => "redrive",
+            Action::Cancel => "cancel",
+            Action::Pause => "pause",
+            Action::Resume => "resume",
+        }
+    }
+
+    pub fn function(self) -> &'static str {
+        match self {
+            Action::Redrive => "sendjobs_redrive(bigint[])",
+            Action::Cancel => "sendjobs_cancel(bigint)",
+            Action::Pause => "sendjobs_pause(text)",
+            Action::Resume => "sendjobs_resume(text)",
+        }
+    }
+
+    pub fn levels(self) -> &'static str {
+        match self {
+            Action::Cancel => "producer or admin",
+            _ => "admin",
+        }
+    }
+
+    pub fn granted(self, p: &Privileges) -> bool {
+        match self {
+            Action::Redrive => p.redrive,
+            Action::Cancel => p.cancel,
+            Action::Pause => p.pause,
+            Action::Resume => p.resume,
+        }
+    }
+}
+
+/// What a page knows of who is looking, and what they may do.
+pub struct Ctx {
+    pub privileges: Privileges,
+    pub operator: Option<Operator>,
+    pub csrf_field: String,
+    pub token_configured: bool,
+}
+
+impl Ctx {
+    pub async fn new(app: &App, headers: &HeaderMap, csrf: &CsrfCookie) -> PageResult<Ctx> {
+        Ok(Ctx {
+            privileges: app.db.privileges().await?,
+            operator: app.auth.operator(auth::cookie(headers, OPERATOR_COOKIE)),
+            csrf_field: app.auth.csrf_field(&csrf.0),
+            token_configured: app.auth.token_configured(),
+        })
+    }
+
+    /// Whether the page shows the action's button: the role may run it, and a
+    /// signed-in operator is there to press it.
+    pub fn may(&self, action: Action) -> bool {
+        self.operator.is_some() && action.granted(&self.privileges)
+    }
+
+    pub fn csrf_input(&self) -> Markup {
+        html! { input type="hidden" name="csrf" value=(self.csrf_field); }
+    }
+}
+
+/// Why the actions are not offered, if they are not.
+pub fn access_notes(ctx: &Ctx) -> Markup {
+    html! {
+        @if !ctx.token_configured {
+            p.note { "Actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs. The pages only show." }
+        } @else if ctx.operator.is_none() {
+            p.note { "Sign in (at the top) with the operator token to redrive, cancel, pause or resume." }
+        }
+        @for action in Action::ALL {
+            @if !action.granted(&ctx.privileges) {
+                p.refused {
+                    "Not allowed: " (action.name()) ". The role " code { (ctx.privileges.role) }
+                    " may not execute " code { (action.function()) } " (the " (action.levels()) " level)."
+                }
+            }
+        }
+    }
+}
+
+pub fn layout(ctx: Option<&Ctx>, title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · sendjobs console" }
+                link rel="stylesheet" href="/assets/console.css";
+            }
+            body {
+                header {
+                    a href="/queues" { "sendjobs" }
+                    a href="/queues" { "Queues" }
+                    a href="/jobs" { "Jobs" }
+                    form method="get" action="/jobs" {
+                        input type="search" name="q" placeholder="job id, transaction or key" aria-label="find a job";
+                    }
+                    @if let Some(ctx) = ctx {
+                        span.role {
+                            "role " b { (ctx.privileges.role) }
+                            @let allowed = ctx.privileges.allowed_actions();
+                            " · may " (if allowed.is_empty() { "only read".to_string() } else { allowed.join(", ") })
+                        }
+                        @if let Some(op) = &ctx.operator {
+                            form method="post" action="/signout" {
+                                (ctx.csrf_input())
+                                span { "operator " b { (op.name) } }
+                                button type="submit" { "Sign out" }
+                            }
+                        } @else if ctx.token_configured {
+                            form method="post" action="/signin" {
+                                (ctx.csrf_input())
+                                input type="text" name="operator" placeholder="your name" required aria-label="operator name";
+                                input type="password" name="token" placeholder="operator token" required aria-label="operator token";
+                                button type="submit" { "Sign in" }
+                            }
+                        }
+                    }
+                }
+                main { (body) }
+                script src="/assets/console.js" {}
+            }
+        }
+    }
+}
+
+pub fn error_page(status: StatusCode, message: &str) -> Markup {
+    layout(
+        None,
+        status.canonical_reason().unwrap_or("Error"),
+        html! {
+            h1 { (status.as_u16()) " " (status.canonical_reason().unwrap_or("")) }
+            p.refused { (message) }
+            p { "Nothing was changed. " a href="/queues" { "Back to the queues" } }
+        },
+    )
+}
+
+/// A job's status, coloured.
+pub fn status_badge(status: &str) -> Markup {
+    let class = match status {
+        "failed" => "bad",
+        "cancelled" | "in_flight" => "warn",
+        "sent" => "ok",
+        _ => "",
+    };
+    html! { span class=(class) { (status) } }
+}
+
+pub fn opt<T: std::fmt::Display>(value: &Option<T>) -> String {
+    value
+        .as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "—".into())
+}
+
+/// The numbers in a path or a form: a clear 400 for anything else.
+pub fn parse_id(text: &str) -> PageResult<i64> {
+    text.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| {
+            crate::error::PageError::BadRequest(format!(
+                "{text:?} is not a job id (a positive whole number)"
+            ))
+        })
+}
+
+/// A queue name as the extension accepts it: 1 to 128 bytes.
+pub fn parse_queue(text: &str) -> PageResult<String> {
+    if text.is_empty() || text.len() > 128 {
+        return Err(crate::error::PageError::BadRequest(
+            "a queue name is 1 to 128 bytes".into(),
+        ));
+    }
+    Ok(text.to_string())
+}

@@ -1,0 +1,131 @@
+//! A queue's page: its numbers and flow control, pause and resume, and its failed jobs,
+//! most recent first, selectable and redriven in bulk (sendjobs_redrive(bigint[])).
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::Extension;
+use maud::{html, Markup};
+
+use crate::error::{PageError, PageResult};
+use crate::http::CsrfCookie;
+use crate::pages::queues::encode_path;
+use crate::pages::{access_notes, layout, opt, parse_id, parse_queue, Action, Ctx};
+use crate::Shared;
+
+const PAGE: i64 = 50;
+
+pub async fn page(
+    State(app): State<Shared>,
+    headers: HeaderMap,
+    Extension(csrf): Extension<CsrfCookie>,
+    Path(queue): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> PageResult<Markup> {
+    let queue = parse_queue(&queue)?;
+    let after = match (query.get("after_at"), query.get("after_id")) {
+        (Some(at), Some(id)) => Some((at.as_str(), parse_id(id)?)),
+        (None, None) => None,
+        _ => {
+            return Err(PageError::BadRequest(
+                "after_at and after_id go together".into(),
+            ))
+        }
+    };
+    let ctx = Ctx::new(&app, &headers, &csrf).await?;
+    let (stats, limits, mut failed) = tokio::try_join!(
+        app.db.stats(),
+        app.db.queue_limits(Some(&queue)),
+        app.db.failed(&queue, after, PAGE + 1)
+    )?;
+    let more = failed.len() as i64 > PAGE;
+    failed.truncate(PAGE as usize);
+    let stats = stats.iter().find(|s| s.queue == queue);
+    let paused = limits.first().is_some_and(|l| l.paused);
+    let can_redrive = ctx.may(Action::Redrive);
+    Ok(layout(
+        Some(&ctx),
+        &queue,
+        html! {
+            h1 { "Queue " code { (queue) } }
+            (access_notes(&ctx))
+            @if let Some(s) = stats {
+                p {
+                    (s.ready) " ready, " (s.scheduled) " scheduled, " (s.in_flight) " in flight, "
+                    (s.expired) " expired; last 5 minutes: " (s.sent_5m) " sent, "
+                    span class=(if s.failed_5m > 0 { "bad" } else { "" }) { (s.failed_5m) " failed" }
+                    ", " (s.cancelled_5m) " cancelled."
+                }
+            } @else {
+                p.muted { "No work and no recent events." }
+            }
+            @if let Some(l) = limits.first() {
+                p {
+                    @if l.paused { span.bad #paused { "Paused." } " " }
+                    @if let Some(cap) = l.max_in_flight { "Cap: " (l.in_flight) " of " (cap) " in flight. " }
+                    @if let Some(rate) = l.rate { "Rate: " (rate) "/s, burst " (opt(&l.burst)) ". " }
+                    @if let Some(why) = &l.limited { span.warn { "Limited now: " (why) "." } }
+                }
+            }
+            @if paused && ctx.may(Action::Resume) {
+                form method="post" action="/actions/resume" {
+                    (ctx.csrf_input())
+                    input type="hidden" name="queue" value=(queue);
+                    button type="submit" #resume { "Resume the queue" }
+                }
+            } @else if !paused && ctx.may(Action::Pause) {
+                form method="post" action="/actions/pause" {
+                    (ctx.csrf_input())
+                    input type="hidden" name="queue" value=(queue);
+                    button type="submit" #pause { "Pause the queue" }
+                }
+            }
+            h2 { "Failed jobs" }
+            p.muted { a href=(format!("/jobs?queue={}", encode_path(&queue))) { "All jobs of this queue" } }
+            @if failed.is_empty() {
+                p { "No failed jobs" (if after.is_some() { " further back" } else { "" }) "." }
+            } @else {
+                form method="post" action="/actions/redrive" #redrive-form {
+                    (ctx.csrf_input())
+                    input type="hidden" name="queue" value=(queue);
+                    table #failed {
+                        thead { tr {
+                            @if can_redrive { th { input type="checkbox" #select-all aria-label="select all"; } }
+                            th { "job" } th { "failed at" } th { "attempts" } th { "generation" }
+                            th { "transaction" } th { "last error" } th { "redriven as" }
+                        } }
+                        tbody {
+                            @for j in &failed {
+                                tr data-job=(j.id) {
+                                    @if can_redrive {
+                                        td {
+                                            @if j.redriven_as.is_none() {
+                                                input type="checkbox" name="id" value=(j.id) aria-label=(format!("select job {}", j.id));
+                                            }
+                                        }
+                                    }
+                                    td { a href=(format!("/jobs/{}", j.id)) { (j.id) } }
+                                    td { (j.finished_at) }
+                                    td.n { (j.attempts) }
+                                    td.n { (j.claim_generation) }
+                                    td { (opt(&j.transaction_id)) }
+                                    td { (opt(&j.last_error)) }
+                                    td { @if let Some(n) = j.redriven_as { a href=(format!("/jobs/{n}")) { (n) } } @else { "—" } }
+                                }
+                            }
+                        }
+                    }
+                    @if can_redrive {
+                        p { button type="submit" #redrive { "Redrive the selected jobs" } }
+                    }
+                }
+                @if more {
+                    @if let Some(last) = failed.last() {
+                        p { a #older href=(format!("/queues/{}?after_at={}&after_id={}", encode_path(&queue), encode_path(&last.cursor_at), last.id)) { "Older failures →" } }
+                    }
+                }
+            }
+        },
+    ))
+}

@@ -1,0 +1,186 @@
+//! The queues page: per queue what sendjobs_stats() tells, its flow control and its use
+//! (sendjobs_queue_limits), and the last hour's finished jobs as a chart. The table and
+//! the chart are refreshed every 5 seconds by assets/console.js from /queues/live.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::Extension;
+use maud::{html, Markup, PreEscaped};
+
+use crate::db::{ChartPoint, QueueLimits, QueueStats};
+use crate::error::PageResult;
+use crate::http::CsrfCookie;
+use crate::pages::{access_notes, layout, opt, Ctx};
+use crate::Shared;
+
+pub async fn page(
+    State(app): State<Shared>,
+    headers: HeaderMap,
+    Extension(csrf): Extension<CsrfCookie>,
+) -> PageResult<Markup> {
+    let ctx = Ctx::new(&app, &headers, &csrf).await?;
+    let live = live_table(&app).await?;
+    Ok(layout(
+        Some(&ctx),
+        "Queues",
+        html! {
+            h1 { "Queues" }
+            (access_notes(&ctx))
+            @if !ctx.privileges.payload {
+                p.muted { "Payloads are hidden: the role may not read send_jobs.payload (the monitor level excludes it)." }
+            }
+            p.muted { "Refreshed every 5 s. " span #live-status {} }
+            div #live { (live) }
+        },
+    ))
+}
+
+/// The table and chart alone, for the live refresh.
+pub async fn live(State(app): State<Shared>) -> PageResult<Markup> {
+    live_table(&app).await
+}
+
+async fn live_table(app: &Arc<crate::App>) -> PageResult<Markup> {
+    let (stats, limits, chart) = tokio::try_join!(
+        app.db.stats(),
+        app.db.queue_limits(None),
+        app.db.hour_chart()
+    )?;
+    let limits: BTreeMap<&str, &QueueLimits> =
+        limits.iter().map(|l| (l.queue.as_str(), l)).collect();
+    let mut per_queue: BTreeMap<&str, Vec<&ChartPoint>> = BTreeMap::new();
+    for point in &chart {
+        per_queue
+            .entry(point.queue.as_str())
+            .or_default()
+            .push(point);
+    }
+    // A queue with flow control but no work has no stats row: listed from its limits.
+    let mut names: Vec<&str> = stats.iter().map(|s| s.queue.as_str()).collect();
+    names.extend(
+        limits
+            .keys()
+            .copied()
+            .filter(|q| !stats.iter().any(|s| s.queue == *q)),
+    );
+    names.sort_unstable();
+    let by_name: BTreeMap<&str, &QueueStats> =
+        stats.iter().map(|s| (s.queue.as_str(), s)).collect();
+    Ok(html! {
+        @if names.is_empty() {
+            p { "No queue has work or recent events." }
+        } @else {
+            table #queues {
+                thead { tr {
+                    th { "queue" } th { "ready" } th { "scheduled" } th { "in flight" } th { "expired" }
+                    th { "at last attempt" } th { "oldest ready" } th { "sent 5m" } th { "failed 5m" }
+                    th { "cancelled 5m" } th { "flow control" } th { "last hour (per minute)" }
+                } }
+                tbody {
+                    @for name in &names {
+                        @let s = by_name.get(name);
+                        @let failing = s.is_some_and(|s| s.failed_5m > 0);
+                        tr data-queue=(name) class=(if failing { "failing" } else { "" }) {
+                            td { a href=(format!("/queues/{}", encode_path(name))) { (name) } }
+                            @if let Some(s) = s {
+                                td.n { (s.ready) (if s.estimated { "~" } else { "" }) }
+                                td.n { (s.scheduled) }
+                                td.n { (s.in_flight) }
+                                td.n { (s.expired) }
+                                td.n { (s.at_last_attempt) }
+                                td { (opt(&s.oldest_ready_age)) }
+                                td.n { (s.sent_5m) }
+                                td class=(if failing { "n bad" } else { "n" }) { (s.failed_5m) }
+                                td.n { (s.cancelled_5m) }
+                            } @else {
+                                td colspan="9" .muted { "no work, no recent events" }
+                            }
+                            td { (flow(limits.get(name).copied())) }
+                            td { (hour_chart(per_queue.get(name).map(Vec::as_slice).unwrap_or(&[]))) }
+                        }
+                    }
+                }
+            }
+            @if let Some(s) = stats.first() {
+                p.muted {
+                    "send_jobs: " (s.dead_tuples) " dead tuples; the oldest transaction holding back vacuum: "
+                    (opt(&s.oldest_xmin_age)) ". ~: a count above 10,000, estimated by a sample."
+                }
+            }
+            p.legend { span.swatch-sent { "■ sent" } span.swatch-failed { "■ failed" } span.muted { "bars: one a minute, now on the right" } }
+        }
+    })
+}
+
+fn flow(limits: Option<&QueueLimits>) -> Markup {
+    let Some(l) = limits else {
+        return html! { span.muted { "none" } };
+    };
+    html! {
+        @if l.paused { span.bad { "paused" } br; }
+        @if let Some(cap) = l.max_in_flight { "cap " (l.in_flight) " / " (cap) br; }
+        @if let (Some(rate), Some(burst)) = (l.rate, l.burst) {
+            "rate " (rate) "/s, burst " (burst) ", tokens " (format!("{:.1}", l.tokens.unwrap_or(0.0))) br;
+        }
+        @if let Some(why) = &l.limited {
+            span.warn { "limited: " (why) }
+            @if let Some(after) = &l.retry_after_s { " (for " (after) " s)" }
+        }
+    }
+}
+
+/// 60 one-minute bars, sent stacked on failed, scaled to the busiest minute.
+fn hour_chart(points: &[&ChartPoint]) -> Markup {
+    let mut minutes = [(0i64, 0i64); 60];
+    for p in points {
+        if let Some(slot) = usize::try_from(p.minutes_ago).ok().filter(|m| *m < 60) {
+            minutes[59 - slot] = (p.sent, p.failed);
+        }
+    }
+    let top = minutes.iter().map(|(s, f)| s + f).max().unwrap_or(0).max(1) as f64;
+    let (sent, failed): (i64, i64) = minutes
+        .iter()
+        .fold((0, 0), |acc, m| (acc.0 + m.0, acc.1 + m.1));
+    let mut bars = String::new();
+    for (i, (s, f)) in minutes.iter().enumerate() {
+        let x = i * 4;
+        let fh = (*f as f64 / top * 36.0).ceil();
+        let sh = (*s as f64 / top * 36.0).ceil();
+        if *f > 0 {
+            bars.push_str(&format!(
+                r#"<rect class="failed" x="{x}" y="{:.0}" width="3" height="{fh:.0}"/>"#,
+                38.0 - fh
+            ));
+        }
+        if *s > 0 {
+            bars.push_str(&format!(
+                r#"<rect class="sent" x="{x}" y="{:.0}" width="3" height="{sh:.0}"/>"#,
+                38.0 - fh - sh
+            ));
+        }
+    }
+    html! {
+        svg.chart width="240" height="40" viewBox="0 0 240 40" role="img"
+            aria-label=(format!("last hour: {sent} sent, {failed} failed")) {
+            // Only numbers computed here go into the SVG: nothing to escape.
+            (PreEscaped(bars))
+        }
+        div.muted { (sent) " sent, " (failed) " failed" }
+    }
+}
+
+/// A queue name as one path segment.
+pub fn encode_path(name: &str) -> String {
+    let mut out = String::new();
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,209 @@
+// The console's browser test, run by tests/console/run.sh inside a throwaway cluster
+// with tests/console/workload.sql loaded and three consoles started:
+//   CONSOLE_ADMIN   as console_admin (monitor + admin), with the operator token;
+//   CONSOLE_MONITOR as console_monitor (monitor only), with the operator token;
+//   CONSOLE_NOTOKEN as console_admin, without a token.
+// Headless Debian chromium through playwright-core clicks what an operator would; after
+// every click the database is read (node-postgres, as the cluster's superuser) and must
+// have changed exactly as intended, and every refused request must have changed nothing.
+import { chromium } from "playwright-core";
+import pg from "pg";
+import { mkdirSync } from "node:fs";
+
+const ADMIN = process.env.CONSOLE_ADMIN;
+const MONITOR = process.env.CONSOLE_MONITOR;
+const NOTOKEN = process.env.CONSOLE_NOTOKEN;
+const TOKEN = process.env.SENDJOBS_CONSOLE_TOKEN;
+const SHOTS = process.env.SCREENSHOTS;
+const db = new pg.Client({ host: process.env.PGHOST, port: +process.env.PGPORT, user: process.env.PGUSER, database: process.env.PGDATABASE });
+
+let checks = 0;
+function check(cond, what) {
+  if (!cond) { throw new Error(`FAILED: ${what}`); }
+  checks += 1;
+  console.log(`   ok: ${what}`);
+}
+async function one(sql, params = []) { return (await db.query(sql, params)).rows; }
+/** Everything an action could change: each job's status and what it redrives, each
+ * queue's pause, each business row. */
+async function snapshot() {
+  const jobs = await one("SELECT id::int, status, redrive_of::int FROM send_jobs ORDER BY id");
+  const queues = await one("SELECT queue, paused FROM sendjobs_queues ORDER BY queue");
+  const rows = await one("SELECT id, status FROM transactions ORDER BY id");
+  return JSON.stringify({ jobs, queues, rows });
+}
+/** A raw POST with the given cookies (name=value pairs) and form fields. */
+async function post(base, path, cookies, fields) {
+  const body = new URLSearchParams(fields).toString();
+  const r = await fetch(base + path, {
+    method: "POST", redirect: "manual", body,
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie: cookies.join("; ") },
+  });
+  post.lastText = await r.text();
+  return r.status;
+}
+/** A fresh CSRF cookie and its form field, as a browser gets them from a page. */
+async function csrfPair(base) {
+  const r = await fetch(base + "/queues");
+  const cookie = r.headers.get("set-cookie").split(";")[0];
+  const field = (await r.text()).match(/name="csrf" value="([0-9a-f]+)"/)[1];
+  return { cookie, field };
+}
+async function signIn(page, base, name) {
+  await page.goto(base + "/queues");
+  await page.fill("input[name=operator]", name);
+  await page.fill("input[name=token]", TOKEN);
+  await Promise.all([page.waitForNavigation(), page.click("header button[type=submit]")]);
+  check((await page.textContent("header")).includes(`operator ${name}`), `${name} is signed in on ${base}`);
+}
+
+await db.connect();
+mkdirSync(SHOTS, { recursive: true });
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const external = [];
+  page.on("request", (r) => { if (!r.url().startsWith(ADMIN)) { external.push(r.url()); } });
+
+  console.log("== the queues page finds the failing queue");
+  await page.goto(ADMIN + "/queues");
+  const failing = await page.getAttribute("tr.failing", "data-queue");
+  check(failing === "acme", "the failing queue is acme");
+  check((await page.textContent("#queues")).includes("globex"), "globex, with jobs in flight, is listed");
+  await signIn(page, ADMIN, "test-operator");
+  await page.waitForSelector("#live-status:has-text('updated')", { timeout: 8000 });
+  check(true, "the live refresh updated the queues page");
+  await page.screenshot({ path: `${SHOTS}/queues.png` });
+
+  console.log("== open a failed job of acme and redrive it");
+  await Promise.all([page.waitForNavigation(), page.click("tr.failing a")]);
+  check((await page.$$("#failed tbody tr")).length === 6, "the queue page lists acme's 6 failed jobs");
+  await page.screenshot({ path: `${SHOTS}/queue.png` });
+  await Promise.all([page.waitForNavigation(), page.click("#failed tbody tr:first-child td a")]);
+  const jobId = +page.url().split("/").pop();
+  check((await page.textContent("#status")) === "failed", `job ${jobId} shows failed`);
+  check((await page.textContent("#business")).includes("failed"), "its business row shows failed");
+  check((await page.textContent("#event")).startsWith("failed"), "its outbox event is shown");
+  await page.screenshot({ path: `${SHOTS}/job.png` });
+  let before = JSON.parse(await snapshot());
+  await Promise.all([page.waitForNavigation(), page.click("#redrive")]);
+  check((await page.textContent("#result")).includes("Redrove 1 job"), "the console says it redrove the job");
+  let after = JSON.parse(await snapshot());
+  const added = after.jobs.filter((j) => !before.jobs.some((b) => b.id === j.id));
+  check(added.length === 1 && added[0].redrive_of === jobId && added[0].status === "pending",
+        `exactly one new job, pending, redriving ${jobId}`);
+  check(JSON.stringify(after.jobs.filter((j) => j.id !== added[0].id)) === JSON.stringify(before.jobs),
+        "no other job changed");
+  const tx = (await one("SELECT transaction_id FROM send_jobs WHERE id = $1", [jobId]))[0].transaction_id;
+  check((await one("SELECT status FROM transactions WHERE id = $1", [tx]))[0].status === "pending",
+        `its business row ${tx} went back to pending`);
+
+  console.log("== redrive two failed jobs in bulk");
+  await page.goto(ADMIN + "/queues/acme");
+  const boxes = await page.$$("#failed input[name=id]");
+  check(boxes.length === 5, "5 failed jobs are still selectable (the redriven one is not)");
+  const picked = [];
+  for (const box of boxes.slice(0, 2)) { await box.check(); picked.push(+(await box.getAttribute("value"))); }
+  before = JSON.parse(await snapshot());
+  await Promise.all([page.waitForNavigation(), page.click("#redrive")]);
+  after = JSON.parse(await snapshot());
+  const bulk = after.jobs.filter((j) => !before.jobs.some((b) => b.id === j.id));
+  check(bulk.length === 2 && bulk.map((j) => j.redrive_of).sort().join() === picked.sort().join(),
+        `two new jobs, redriving exactly ${picked.join(" and ")}`);
+
+  console.log("== cancel a pending job");
+  const victim = (await one("SELECT id::int FROM send_jobs WHERE queue = 'globex' AND status = 'pending' ORDER BY id LIMIT 1"))[0].id;
+  await page.goto(`${ADMIN}/jobs/${victim}`);
+  before = JSON.parse(await snapshot());
+  await Promise.all([page.waitForNavigation(), page.click("#cancel")]);
+  after = JSON.parse(await snapshot());
+  check(after.jobs.find((j) => j.id === victim).status === "cancelled", `job ${victim} is cancelled`);
+  check(JSON.stringify(after.jobs.filter((j) => j.id !== victim)) === JSON.stringify(before.jobs.filter((j) => j.id !== victim)),
+        "no other job changed");
+
+  console.log("== pause a queue");
+  await page.goto(ADMIN + "/queues/initech");
+  await Promise.all([page.waitForNavigation(), page.click("#pause")]);
+  const paused = await one("SELECT queue FROM sendjobs_queues WHERE paused ORDER BY queue");
+  check(JSON.stringify(paused) === JSON.stringify([{ queue: "initech" }]), "initech, and only it, is paused");
+  await page.goto(ADMIN + "/queues/initech");
+  check(await page.isVisible("#resume"), "its page offers to resume it");
+
+  console.log("== search by transaction id");
+  await page.goto(ADMIN + "/jobs");
+  await page.fill("input[name=transaction_id]", "tx-12");
+  await Promise.all([page.waitForNavigation(), page.click("#search")]);
+  const found = await page.$$eval("#jobs tbody tr", (rows) => rows.map((r) => r.dataset.job));
+  check(found.length === 1, "one job has transaction tx-12");
+  await page.screenshot({ path: `${SHOTS}/search.png` });
+  check(external.length === 0, `the pages loaded nothing from elsewhere (${external.join(", ")})`);
+
+  console.log("== refused requests change nothing");
+  const cookies = await context.cookies(ADMIN);
+  const session = cookies.find((c) => c.name === "sjc_operator");
+  const csrf = cookies.find((c) => c.name === "sjc_csrf");
+  const field = await page.getAttribute("input[name=csrf]", "value");
+  const target = (await one("SELECT id::int FROM send_jobs WHERE queue = 'globex' AND status = 'pending' ORDER BY id LIMIT 1"))[0].id;
+  const sessionCookie = `sjc_operator=${session.value}`, csrfCookie = `sjc_csrf=${csrf.value}`;
+  const cases = [
+    ["cancel without the operator session", "/actions/cancel", [csrfCookie], { csrf: field, id: target }],
+    ["cancel with a wrong CSRF token", "/actions/cancel", [csrfCookie, sessionCookie], { csrf: "0".repeat(64), id: target }],
+    ["cancel with another cookie's CSRF token", "/actions/cancel", [`sjc_csrf=${"a".repeat(32)}`, sessionCookie], { csrf: field, id: target }],
+    ["cancel without a CSRF token", "/actions/cancel", [csrfCookie, sessionCookie], { id: target }],
+    ["pause with a forged session", "/actions/pause", [csrfCookie, sessionCookie.replace("test-operator", "mallory")], { csrf: field, queue: "globex" }],
+    ["redrive without the operator session", "/actions/redrive", [csrfCookie], { csrf: field, id: picked[0] === 1 ? 3 : 1 }],
+  ];
+  for (const [what, path, jar, fields] of cases) {
+    before = await snapshot();
+    const status = await post(ADMIN, path, jar, fields);
+    check(status === 403 && (await snapshot()) === before, `${what}: 403, nothing changed`);
+  }
+  before = await snapshot();
+  check((await post(ADMIN, "/actions/cancel", [csrfCookie, sessionCookie], { csrf: field, id: "abc" })) === 400 &&
+        (await snapshot()) === before, "a non-numeric job id: 400, nothing changed");
+  const { cookie: fresh, field: freshField } = await csrfPair(ADMIN);
+  check((await post(ADMIN, "/signin", [fresh], { csrf: freshField, operator: "x", token: TOKEN + "x" })) === 403,
+        "a wrong token does not sign in");
+  check((await fetch(`${ADMIN}/actions/cancel?id=${target}`)).status === 405, "an action by GET: 405");
+  // The control: the same session and CSRF pair does act (so the refusals above are the checks').
+  check((await post(ADMIN, "/actions/cancel", [csrfCookie, sessionCookie], { csrf: field, id: target })) === 200 &&
+        (await one("SELECT status FROM send_jobs WHERE id = $1", [target]))[0].status === "cancelled",
+        "the control: with session and CSRF token the same POST cancels");
+
+  console.log("== the monitor-only console offers no action and refuses them");
+  const mpage = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  await signIn(mpage, MONITOR, "watcher");
+  await mpage.goto(MONITOR + "/queues/acme");
+  check((await mpage.$$("#failed input[name=id], #redrive, #pause, #resume")).length === 0, "no checkbox, redrive or pause on acme");
+  check((await mpage.textContent("main")).includes("Not allowed: redrive"), "the page says redrive is not allowed");
+  const pending = (await one("SELECT id::int FROM send_jobs WHERE queue = 'globex' AND status = 'in_flight' ORDER BY id LIMIT 1"))[0].id;
+  await mpage.goto(`${MONITOR}/jobs/${pending}`);
+  check((await mpage.$$("#cancel")).length === 0, "no cancel button on a job in flight");
+  check((await mpage.textContent("#payload-hidden")).includes("may not read send_jobs.payload"), "the payload is hidden");
+  const mcookies = await mpage.context().cookies(MONITOR);
+  const mjar = mcookies.map((c) => `${c.name}=${c.value}`);
+  const mfield = await mpage.getAttribute("input[name=csrf]", "value");
+  for (const [path, fields] of [["/actions/cancel", { id: pending }], ["/actions/redrive", { id: 3 }], ["/actions/pause", { queue: "globex" }]]) {
+    before = await snapshot();
+    const status = await post(MONITOR, path, mjar, { csrf: mfield, ...fields });
+    check(status === 403 && (await snapshot()) === before, `monitor-only ${path}: 403, nothing changed`);
+  }
+
+  console.log("== without a token the console only shows");
+  const npage = await (await browser.newContext()).newPage();
+  await npage.goto(NOTOKEN + "/queues/acme");
+  check((await npage.textContent("main")).includes("Actions are disabled"), "the page says actions are disabled");
+  check((await npage.$$("input[name=token], #redrive, #pause")).length === 0, "no sign-in and no action");
+  // No form on its pages carries a CSRF token; the token check comes first and says so.
+  before = await snapshot();
+  check((await post(NOTOKEN, "/actions/pause", [], { queue: "globex" })) === 403 && post.lastText.includes("actions are disabled") &&
+        (await snapshot()) === before, "a pause without a token configured: 403 (actions are disabled), nothing changed");
+  check((await post(NOTOKEN, "/signin", [], { operator: "x", token: "" })) === 403 && post.lastText.includes("actions are disabled"),
+        "no sign-in without a token configured");
+
+  console.log(`console browser test: ${checks} checks passed`);
+} finally {
+  await browser.close();
+  await db.end();
+}

@@ -1,0 +1,42 @@
+-- The console test's database (tests/console/run.sh), run as a superuser: the
+-- extension, a linked business table, the console's two roles, and a small workload:
+-- a failing queue (acme) with failed jobs, a queue with jobs in flight and sent ones
+-- (globex), and a queue of pending jobs (initech).
+\set ON_ERROR_STOP on
+CREATE EXTENSION sendjobs;
+CREATE TABLE transactions (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending');
+SELECT sendjobs_guard_terminal('transactions');
+SELECT sendjobs_link_transactions('transactions', 'id', 'status');
+
+-- The console's roles: one that may act (monitor and admin, and read the business
+-- table), one that may only look.
+CREATE ROLE console_admin LOGIN;
+SELECT sendjobs_grant('console_admin', 'monitor');
+SELECT sendjobs_grant('console_admin', 'admin');
+GRANT SELECT ON transactions TO console_admin;
+CREATE ROLE console_monitor LOGIN;
+SELECT sendjobs_grant('console_monitor', 'monitor');
+
+INSERT INTO transactions SELECT 'tx-' || n FROM generate_series(1, 20) AS n;
+
+-- acme: 6 jobs, each failed on its one attempt.
+SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'acme', 'n', n), 'acme',
+                              transaction_id => 'tx-' || n, idempotency_key => 'acme/' || n,
+                              max_attempts => 1))
+  FROM generate_series(1, 6) AS n;
+SELECT count(sendjobs_finalize(id, claim_generation, 'failed', 'partner answered 503'))
+  FROM sendjobs_claim(6, '1 minute', 'acme');
+
+-- globex: 4 sent, 3 in flight under a long lease, 2 pending.
+SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'globex', 'n', n), 'globex',
+                              transaction_id => 'tx-' || (6 + n)))
+  FROM generate_series(1, 4) AS n;
+SELECT count(sendjobs_finalize(id, claim_generation, 'sent')) FROM sendjobs_claim(4, '1 minute', 'globex');
+SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'globex', 'n', n), 'globex',
+                              transaction_id => 'tx-' || (10 + n)))
+  FROM generate_series(1, 5) AS n;
+SELECT count(*) FROM sendjobs_claim(3, '30 minutes', 'globex');
+
+-- initech: 4 pending.
+SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'initech', 'n', n), 'initech'))
+  FROM generate_series(1, 4) AS n;
