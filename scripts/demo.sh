@@ -22,6 +22,12 @@ install_extension
 # Speed over durability for the demo (no crash here); commit times for the checker's
 # ordering keys; PGHOST, PGPORT, PGUSER and PGDATABASE tell the demo where the cluster is.
 log "running python3 -m soak.demo $* against a throwaway cluster"
-exec "$PYTHON" -B tests/cluster.py run --name sendjobs-demo \
+rc=0
+"$PYTHON" -B tests/cluster.py run --name sendjobs-demo \
   -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
-  -c track_commit_timestamp=on -- "$PYTHON" -B -m soak.demo "$@"
+  -c track_commit_timestamp=on -- "$PYTHON" -B -m soak.demo "$@" || rc=$?
+log "to watch a database like this one in a browser (the demo's cluster is gone now):
+   SENDJOBS_CONSOLE_TOKEN=\$(openssl rand -hex 24) cargo run -p sendjobs-console -- \\
+       --database-url \"host=/var/run/postgresql user=<a monitor role> dbname=<yours>\" --listen 127.0.0.1:8090
+   then open http://127.0.0.1:8090 (docs/console.md)"
+exit "$rc"
