@@ -1,1 +1,1 @@
-SELECT sendjobs_cancel($1::bigint) AS result
+SELECT @extschema@.sendjobs_cancel($1::bigint) AS result

@@ -2,4 +2,4 @@
 -- keys): the search finds a time's place among the ids by halving, as ids and creation
 -- times grow together.
 SELECT created_at::text AS created_at, created_at >= $2::text::timestamptz AS at_or_after
-  FROM send_jobs WHERE id >= $1 ORDER BY id LIMIT 1
+  FROM @extschema@.send_jobs WHERE id >= $1 ORDER BY id LIMIT 1

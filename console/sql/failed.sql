@@ -6,8 +6,8 @@ SELECT j.id, j.attempts, j.claim_generation, j.transaction_id,
        to_char(j.finished_at, 'YYYY-MM-DD HH24:MI:SS') AS finished_at,
        j.finished_at::text AS cursor_at,
        left(j.last_error, 160) AS last_error,
-       (SELECT r.id FROM send_jobs AS r WHERE r.redrive_of = j.id) AS redriven_as
-  FROM send_jobs AS j
+       (SELECT r.id FROM @extschema@.send_jobs AS r WHERE r.redrive_of = j.id) AS redriven_as
+  FROM @extschema@.send_jobs AS j
  WHERE j.status = 'failed' AND j.queue = $1
    AND ($2::text IS NULL OR (j.finished_at, j.id) < ($2::text::timestamptz, $3::bigint))
  ORDER BY j.finished_at DESC, j.id DESC

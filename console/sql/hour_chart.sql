@@ -6,7 +6,7 @@ SELECT queue,
        floor(extract(epoch FROM now() - finished_at) / 60)::int AS minutes_ago,
        count(*) FILTER (WHERE status = 'sent') AS sent,
        count(*) FILTER (WHERE status = 'failed') AS failed
-  FROM send_jobs
+  FROM @extschema@.send_jobs
  WHERE status IN ('sent', 'failed', 'cancelled')
    AND finished_at >= now() - interval '1 hour'
  GROUP BY 1, 2

@@ -7,5 +7,5 @@ SELECT id, queue, status, transaction_id, idempotency_key, attempts, max_attempt
        lease_expires_at < now() AS lease_expired,
        last_error, to_char(created_at, 'YYYY-MM-DD HH24:MI:SS') AS created_at,
        to_char(finished_at, 'YYYY-MM-DD HH24:MI:SS') AS finished_at, redrive_of, ordering_key, priority
-  FROM send_jobs
+  FROM @extschema@.send_jobs
  WHERE id = $1

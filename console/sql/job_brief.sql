@@ -1,2 +1,2 @@
 -- A job of a redrive chain: its status and what it redrives (primary keys).
-SELECT id, status, redrive_of FROM send_jobs WHERE id = $1
+SELECT id, status, redrive_of FROM @extschema@.send_jobs WHERE id = $1

@@ -8,5 +8,5 @@ SELECT l.tbl::text AS tbl, l.key_column::text AS key_column, l.status_column::te
            AND has_column_privilege(l.tbl, l.status_column, 'SELECT') AS readable,
        format('SELECT %I::text FROM %s WHERE %I = $1::text::%s',
               l.status_column, l.tbl, l.key_column, format_type(a.atttypid, a.atttypmod)) AS statement
-  FROM sendjobs_transaction_link AS l
+  FROM @extschema@.sendjobs_transaction_link AS l
   JOIN pg_attribute AS a ON a.attrelid = l.tbl AND a.attname = l.key_column

@@ -1,1 +1,1 @@
-SELECT sendjobs_pause($1::text)
+SELECT @extschema@.sendjobs_pause($1::text)

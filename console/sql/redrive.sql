@@ -1,1 +1,1 @@
-SELECT id, new_id FROM sendjobs_redrive($1::bigint[])
+SELECT id, new_id FROM @extschema@.sendjobs_redrive($1::bigint[])

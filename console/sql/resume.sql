@@ -1,1 +1,1 @@
-SELECT sendjobs_resume($1::text)
+SELECT @extschema@.sendjobs_resume($1::text)

@@ -7,7 +7,7 @@ SELECT id, queue, status, attempts, max_attempts, claim_generation, transaction_
        to_char(created_at, 'YYYY-MM-DD HH24:MI:SS') AS created_at,
        to_char(finished_at, 'YYYY-MM-DD HH24:MI:SS') AS finished_at,
        left(last_error, 120) AS last_error
-  FROM send_jobs
+  FROM @extschema@.send_jobs
  WHERE id < $1 AND id >= $2
    AND ($3::text IS NULL OR queue = $3::text)
    AND ($4::text IS NULL OR status = $4::text)

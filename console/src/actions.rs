@@ -18,6 +18,9 @@ use crate::pages::queues::encode_path;
 use crate::pages::{layout, parse_id, parse_queue, Action};
 use crate::Shared;
 
+/// The most jobs one redrive request may name.
+const MAX_REDRIVE: usize = 1000;
+
 /// A form body's fields, in order, repeated names kept (the redrive's ids).
 struct Form(Vec<(String, String)>);
 
@@ -123,6 +126,13 @@ pub async fn redrive(
         .collect::<PageResult<Vec<i64>>>()?;
     if ids.is_empty() {
         return Err(PageError::BadRequest("no job selected".into()));
+    }
+    // A page lists at most a few hundred jobs; a bound keeps one request's redrive short.
+    if ids.len() > MAX_REDRIVE {
+        return Err(PageError::BadRequest(format!(
+            "at most {MAX_REDRIVE} jobs a redrive, got {}",
+            ids.len()
+        )));
     }
     let caller = authorize(&app, &headers, remote, &form, Action::Redrive).await?;
     let back = queue

@@ -1,10 +1,13 @@
 //! The console's connections and every statement it runs (the statements themselves are
 //! in console/sql/, one file each).
 //!
-//! Each connection pins `search_path = pg_catalog, <the extension's schema>` at connect
-//! (the startup packet's options), so every name resolves to the catalog or the
-//! extension and nothing a role plants elsewhere; pg_catalog first, so that no object in
-//! the extension's schema (often `public`) shadows a catalog function. Times are read in
+//! Each connection pins `search_path = pg_catalog, pg_temp` at connect (the startup
+//! packet's options), and the statements name the extension's objects by its schema
+//! (`@extschema@`, filled in with the quoted schema at each call): a function or operator
+//! that a role planted in the extension's schema (often `public`) is never on the path,
+//! where a better-matching overload would win over pg_catalog's whatever the order (an
+//! attack review found `public.format(text, text)` and `public./(numeric, integer)`
+//! would have run as the console's role). Times are read in
 //! UTC. Every statement is unnamed with its parameter types given (`query_typed`): one
 //! round trip, planned for its parameters' values, and nothing from a request is ever
 //! part of a statement's text.
@@ -188,15 +191,10 @@ impl Db {
         drop(client);
         let _ = driver.await;
         let schema: String = rows.first().ok_or(StartError::NoExtension)?.get("schema");
-        // In the options a space or a backslash is escaped with a backslash.
-        let path = format!("pg_catalog,{schema}")
-            .replace('\\', "\\\\")
-            .replace(' ', "\\ ");
         // A statement that runs away (a search by an unindexed column on a huge history)
         // is cut, never left holding a connection.
-        config.options(format!(
-            "-c search_path={path} -c TimeZone=UTC -c statement_timeout=10s"
-        ));
+        config
+            .options("-c search_path=pg_catalog,pg_temp -c TimeZone=UTC -c statement_timeout=10s");
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -206,12 +204,27 @@ impl Db {
         );
         let pool = Pool::builder(manager)
             .max_size(pool_size)
+            // A request waits this long for a connection, then fails (a few slow searches
+            // must not queue every other request, an operator's pause among them).
+            .wait_timeout(Some(std::time::Duration::from_secs(5)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|err| StartError::Pool(err.to_string()))?;
         Ok(Db { pool, schema })
     }
 
+    /// Runs one of console/sql/'s statements, the extension's schema filled in.
     async fn query(&self, sql: &str, params: &[(&(dyn ToSql + Sync), Type)]) -> DbResult<Vec<Row>> {
+        self.query_text(&sql.replace("@extschema@", &self.schema), params)
+            .await
+    }
+
+    /// Runs a statement as it is (one built from the catalog's quoted names).
+    async fn query_text(
+        &self,
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> DbResult<Vec<Row>> {
         let client = self.pool.get().await?;
         Ok(client.query_typed(sql, params).await?)
     }
@@ -408,7 +421,7 @@ impl Db {
         // The statement is built by link.sql from the catalog (quoted identifiers); the
         // transaction id is its parameter.
         let rows = self
-            .query(&link.statement, &[(&transaction_id, Type::TEXT)])
+            .query_text(&link.statement, &[(&transaction_id, Type::TEXT)])
             .await?;
         Ok(rows.first().map(|r| r.get(0)))
     }

@@ -88,7 +88,14 @@ impl IntoResponse for PageError {
         if status.is_server_error() {
             tracing::error!("request failed: {self}");
         }
-        let body = crate::pages::error_page(status, &self.to_string());
+        // What went wrong inside goes to the log, not to whoever asked: a database's
+        // message can name its host, socket or roles.
+        let shown = if status.is_server_error() {
+            "the console could not answer this request (its log says why)".to_string()
+        } else {
+            self.to_string()
+        };
+        let body = crate::pages::error_page(status, &shown);
         (status, body).into_response()
     }
 }

@@ -5,13 +5,14 @@ use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderValue};
+use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
 use crate::auth::{self, CSRF_COOKIE};
-use crate::{actions, assets, pages, Shared};
+use crate::{actions, assets, pages, App, Shared};
 
 /// The CSRF cookie of this request (the browser's, or the one this response sets).
 #[derive(Clone)]
@@ -38,7 +39,51 @@ pub fn router(app: Shared) -> Router {
         .with_state(app)
 }
 
+/// Whether a request may be served: its Host is one the console answers to (a page
+/// another site's name was rebound to 127.0.0.1 for carries that name: DNS rebinding),
+/// and a POST does not come from another origin (a form of another site, or of another
+/// port of this host, which SameSite counts as the same site).
+fn from_here(app: &App, request: &Request) -> Result<(), &'static str> {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !app
+        .hosts
+        .iter()
+        .any(|allowed| allowed.eq_ignore_ascii_case(host))
+    {
+        return Err("this console does not answer to that Host (see --public-host)");
+    }
+    if request.method() == Method::POST {
+        // A browser says where a request comes from in Sec-Fetch-Site; one that does not
+        // may send Origin (which is "null" under this console's no-referrer policy, and
+        // for a sandboxed frame: left to the CSRF token).
+        match headers.get("sec-fetch-site").and_then(|s| s.to_str().ok()) {
+            Some("same-origin" | "none") => {}
+            Some(_) => return Err("a form of another site or port"),
+            None => {
+                let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+                if let Some(origin) = origin.filter(|o| *o != "null") {
+                    let same = ["http://", "https://"]
+                        .iter()
+                        .any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}{host}")));
+                    if !same {
+                        return Err("a form of another origin");
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn every_response(State(app): State<Shared>, mut request: Request, next: Next) -> Response {
+    if let Err(why) = from_here(&app, &request) {
+        tracing::warn!(why, host = ?request.headers().get(header::HOST), "refused");
+        return crate::error::PageError::Forbidden(why.into()).into_response();
+    }
     let started = Instant::now();
     let existing = auth::cookie(request.headers(), CSRF_COOKIE)
         .filter(|c| !c.is_empty())

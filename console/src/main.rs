@@ -45,12 +45,20 @@ struct Args {
     /// Connections in the pool.
     #[arg(long, default_value_t = 4)]
     pool_size: usize,
+
+    /// Another name the browser reaches the console by (`host` or `host:port`, e.g. a
+    /// TLS proxy's), besides the listen address and localhost; may be repeated. A request
+    /// for any other Host is refused (DNS rebinding).
+    #[arg(long)]
+    public_host: Vec<String>,
 }
 
 /// What every handler shares.
 pub struct App {
     pub db: db::Db,
     pub auth: auth::Auth,
+    /// The Host headers a request may carry (http.rs).
+    pub hosts: Vec<String>,
 }
 
 pub type Shared = Arc<App>;
@@ -88,7 +96,15 @@ async fn run(args: Args) -> Result<(), error::StartError> {
             args.listen
         );
     }
-    let app = Arc::new(App { db, auth });
+    let port = args.listen.port();
+    let mut hosts = vec![
+        args.listen.to_string(),
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+    ];
+    hosts.extend(args.public_host.iter().cloned());
+    let app = Arc::new(App { db, auth, hosts });
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| error::StartError::Listen {

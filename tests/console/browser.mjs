@@ -9,6 +9,7 @@
 import { chromium } from "playwright-core";
 import pg from "pg";
 import { mkdirSync } from "node:fs";
+import http from "node:http";
 
 const ADMIN = process.env.CONSOLE_ADMIN;
 const MONITOR = process.env.CONSOLE_MONITOR;
@@ -41,6 +42,18 @@ async function post(base, path, cookies, fields) {
   });
   post.lastText = await r.text();
   return r.status;
+}
+/** A request with headers fetch would not let one set (Host): its status. */
+function raw(base, method, path, headers, body = "") {
+  const url = new URL(base + path);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 /** A fresh CSRF cookie and its form field, as a browser gets them from a page. */
 async function csrfPair(base) {
@@ -166,6 +179,20 @@ try {
   check((await post(ADMIN, "/signin", [fresh], { csrf: freshField, operator: "x", token: TOKEN + "x" })) === 403,
         "a wrong token does not sign in");
   check((await fetch(`${ADMIN}/actions/cancel?id=${target}`)).status === 405, "an action by GET: 405");
+  // DNS rebinding: another site's name pointed at 127.0.0.1 brings its own Host.
+  const port = new URL(ADMIN).port;
+  check((await raw(ADMIN, "GET", "/queues", { host: `evil.example:${port}` })) === 403,
+        "a page asked for under another Host: 403");
+  // A form of another origin, or of another port of this host (the same site to a browser).
+  const form = new URLSearchParams({ csrf: field, id: target }).toString();
+  const formHeaders = { host: new URL(ADMIN).host, cookie: [csrfCookie, sessionCookie].join("; "),
+                        "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(form) };
+  for (const [what, extra] of [["an Origin of another port", { origin: `http://127.0.0.1:${Number(port) + 1}` }],
+                               ["Sec-Fetch-Site same-site", { "sec-fetch-site": "same-site" }]]) {
+    before = await snapshot();
+    check((await raw(ADMIN, "POST", "/actions/cancel", { ...formHeaders, ...extra }, form)) === 403 &&
+          (await snapshot()) === before, `cancel with ${what}: 403, nothing changed`);
+  }
   // The control: the same session and CSRF pair does act (so the refusals above are the checks').
   check((await post(ADMIN, "/actions/cancel", [csrfCookie, sessionCookie], { csrf: field, id: target })) === 200 &&
         (await one("SELECT status FROM send_jobs WHERE id = $1", [target]))[0].status === "cancelled",
@@ -201,6 +228,11 @@ try {
         (await snapshot()) === before, "a pause without a token configured: 403 (actions are disabled), nothing changed");
   check((await post(NOTOKEN, "/signin", [], { operator: "x", token: "" })) === 403 && post.lastText.includes("actions are disabled"),
         "no sign-in without a token configured");
+  // Its role may read payloads and the link, but nobody is signed in: neither is shown.
+  const linked = (await one("SELECT id::int FROM send_jobs WHERE transaction_id IS NOT NULL ORDER BY id LIMIT 1"))[0].id;
+  await npage.goto(`${NOTOKEN}/jobs/${linked}`);
+  check((await npage.textContent("#payload-hidden")).includes("sign in") && (await npage.$$("#payload, #business")).length === 0,
+        "without a signed-in operator, no payload and no business row");
 
   console.log(`console browser test: ${checks} checks passed`);
 } finally {

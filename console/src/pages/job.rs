@@ -31,7 +31,10 @@ pub async fn page(
         .ok_or_else(|| PageError::NotFound(format!("there is no job {id}")))?;
     let (event, (earlier, later)) =
         tokio::try_join!(app.db.event(id), app.db.redrive_chain(&job, CHAIN_LIMIT))?;
-    let payload = if ctx.privileges.payload {
+    // A payload and the business row go to a signed-in operator only: the pages need no
+    // sign-in, and whoever reaches the port would read them (an attack review).
+    let signed_in = ctx.operator.is_some();
+    let payload = if ctx.privileges.payload && signed_in {
         app.db.payload(id).await?
     } else {
         None
@@ -44,7 +47,9 @@ pub async fn page(
         None
     };
     let business = match (&link, &job.transaction_id) {
-        (Some(link), Some(tx)) if link.readable => Some(app.db.business_status(link, tx).await?),
+        (Some(link), Some(tx)) if link.readable && signed_in => {
+            Some(app.db.business_status(link, tx).await?)
+        }
         _ => None,
     };
     let unfinished = matches!(job.status.as_str(), "pending" | "in_flight");
@@ -106,6 +111,7 @@ pub async fn page(
             (business_row(&ctx, link.as_ref(), job.transaction_id.as_deref(), business))
             h2 { "Payload" }
             @if let Some(p) = payload { pre #payload { (p) } }
+            @else if ctx.privileges.payload && ctx.operator.is_none() { p.muted #payload-hidden { "Hidden until you sign in as an operator." } }
             @else if ctx.privileges.payload { p.muted { "—" } }
             @else { p.muted #payload-hidden { "Hidden: the role " code { (ctx.privileges.role) } " may not read send_jobs.payload." } }
         },
@@ -134,6 +140,8 @@ fn business_row(
                 p.muted { "The job has no transaction id." }
             } @else if !link.readable {
                 p.muted { "The role may not read " code { (link.table) } "." (link.key_column) " and ." (link.status_column) "." }
+            } @else if ctx.operator.is_none() {
+                p.muted { "Shown to a signed-in operator." }
             } @else {
                 @match status {
                     Some(Some(Some(s))) => p #business { code { (link.table) } " row " code { (transaction_id.unwrap_or_default()) } ": " b { (s) } },
