@@ -122,9 +122,9 @@ def cpu_ns(pid):
 
 
 def run_cpu(db, batch, cycles, queue, outcome):
-    # queue: claim from it by name (--queue), or None: from any queue, as the pgbench cycle
     """(claim us/job, finalize us/job, WAL bytes per job) of one client's `cycles`
-    cycles: the backend's CPU time around each statement."""
+    cycles: the backend's CPU time around each statement. `queue`: claim from it by name
+    (--queue), or None: from any queue, as the pgbench cycle."""
     import psycopg2  # Debian's python3-psycopg2 (bench/run.sh installs it)
     conn = psycopg2.connect(dbname=db)
     conn.autocommit = True
@@ -141,10 +141,14 @@ def run_cpu(db, batch, cycles, queue, outcome):
         cur.execute(f"PREPARE fin(int8[], int8[]) AS SELECT count(*) FROM sendjobs_finalize_batch($1, $2, '{outcome}'{retry})")
 
     def cycle():
+        """One claim and its finalize: the backend's CPU ns for each."""
+        t0 = cpu_ns(pid)
         cur.execute("EXECUTE claim")
         ids, gens = cur.fetchone()
+        t1 = cpu_ns(pid)
         cur.execute("EXECUTE fin(%s, %s)", (ids[0], gens[0]) if batch == 1 else (ids, gens))
         cur.fetchone()
+        return t1 - t0, cpu_ns(pid) - t1
 
     for _ in range(20):  # the plans made, the caches warm
         cycle()
@@ -152,15 +156,9 @@ def run_cpu(db, batch, cycles, queue, outcome):
     lsn = cur.fetchone()[0]
     claim_ns = finalize_ns = 0
     for _ in range(cycles):
-        t0 = cpu_ns(pid)
-        cur.execute("EXECUTE claim")
-        ids, gens = cur.fetchone()
-        t1 = cpu_ns(pid)
-        cur.execute("EXECUTE fin(%s, %s)", (ids[0], gens[0]) if batch == 1 else (ids, gens))
-        cur.fetchone()
-        t2 = cpu_ns(pid)
-        claim_ns += t1 - t0
-        finalize_ns += t2 - t1
+        claim, finalize = cycle()
+        claim_ns += claim
+        finalize_ns += finalize
     cur.execute("SELECT pg_current_wal_insert_lsn() - %s::pg_lsn", (lsn,))
     wal = float(cur.fetchone()[0])
     conn.close()

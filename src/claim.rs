@@ -100,7 +100,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         // Ordered jobs, left by the passes above: after the turn of such claims, in a
         // snapshot that sees every one that committed (keyed_turn.sql).
         if keyed && claimed.len() < batch {
-            in_read_committed("ordered jobs")?;
+            in_read_committed(|| "ordered jobs".into())?;
             KEYED_TURN.run(client, &[])?;
             let round = Round {
                 claim: &CLAIM_KEYED,
@@ -115,7 +115,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
             if wanted == 0 {
                 break;
             }
-            in_read_committed(&format!("queue {queue:?}"))?;
+            in_read_committed(|| format!("queue {queue:?}"))?;
             let Some(allowance) = flow::allowance(client, &queue, wanted, lock)? else {
                 continue;
             };
@@ -147,11 +147,12 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
 /// what the claims before it did in a snapshot taken after the turn; REPEATABLE READ and
 /// SERIALIZABLE keep the transaction's first snapshot, which may predate them (a cap of 1
 /// gave 2 jobs in flight: flow.sql), so such a claim is refused there.
-fn in_read_committed(what: &str) -> Result<()> {
+/// `what` names the claim in the error only (no allocation on the hot path).
+fn in_read_committed(what: impl FnOnce() -> String) -> Result<()> {
     // SAFETY: a backend global, read on the backend's own thread.
     let level = unsafe { pg_sys::XactIsoLevel };
     if level >= pg_sys::XACT_REPEATABLE_READ as i32 {
-        return Err(SendJobsError::TurnNeedsReadCommitted(what.to_owned()));
+        return Err(SendJobsError::TurnNeedsReadCommitted(what()));
     }
     Ok(())
 }
