@@ -501,7 +501,7 @@ def _mutations(ctx):
         at = dt.datetime.fromtimestamp((p["paused_by"] + p["resume_sent"]) / 2, dt.timezone.utc)
         c.update(claimed_at=at, lease_end=at)
 
-    def key_pair(db):
+    def key_pair(db, older_ok=lambda j: True):
         """Two jobs of one ordering key, each claimed: (older, younger)."""
         claimed = {c["job"] for c in db["claims"]}
         lines = {}
@@ -509,8 +509,8 @@ def _mutations(ctx):
             key = db["jobs"][j]["ordering_key"]
             if key is not None and j in claimed:
                 lines.setdefault(key, []).append(j)
-        line = _first((v for v in lines.values() if len(v) >= 2), "key with two claimed jobs")
-        return line[0], line[1]
+        pairs = (p for v in lines.values() for p in zip(v, v[1:]) if older_ok(p[0]))
+        return _first(pairs, "key with two claimed jobs")
 
     @m("two jobs of one ordering key in flight", "a younger job of a key claimed while the older was held")
     def _(db, sends, calls, plans, enq):
@@ -522,9 +522,16 @@ def _mutations(ctx):
     @m("a job of an ordering key claimed before an older one finished",
        "a younger job's first claim made (and committed) before its key's older job was claimed")
     def _(db, sends, calls, plans, enq):
-        older, younger = key_pair(db)
-        first_of_older = claims_of(db, older)[0]
-        early = first_of_older["claimed_at"] - dt.timedelta(seconds=10)
+        # Just before the older job's first claim, and after its enqueue came back (the
+        # checker compares only jobs known committed when the younger's claim began).
+        came_back = {jid: c["t1"] for c in known(calls, "enqueue") for jid in c["result"].values()}
+
+        def just_before_first_claim(jid):
+            return claims_of(db, jid)[0]["claimed_at"] - dt.timedelta(milliseconds=1)
+
+        older, younger = key_pair(db, lambda j: came_back.get(j, float("inf"))
+                                   < just_before_first_claim(j).timestamp())
+        early = just_before_first_claim(older)
         for c in claims_of(db, younger)[:1]:
             c.update(claimed_at=early, lease_end=early, committed_at=early)
 

@@ -43,7 +43,7 @@ def summary_lines(ctx, stats):
         ("flow control", f"{LIMITED_QUEUE}: cap {LIMITS['max_in_flight']}, at most {g('cap_peak')} in flight;"
                          f" rate {LIMITS['rate']:g}/s, burst {LIMITS['burst']}, {g('rate_claims')} claims;"
                          f" {g('ordered_claims')} jobs claimed behind an older one of their key"
-                         f" ({g('ordered_after_redrive')} before an older one a redrive committed later);"
+                         f" ({g('ordered_committed_after')} before an older one whose enqueue or redrive came back later);"
                          f" paused {g('pauses')} times"),
         ("guard refusals", f"{c['guard_refusals']} of {c['guard_attempts']} flips tried  "
                            f"(rowcount 0: {c['guard_refusals_rowcount0']}, with WARNING: {c['guard_warnings']};"

@@ -813,10 +813,14 @@ class Producer(threading.Thread):
         for p in plans:
             self.ctx.plans[p["key"]] = p
         while True:
+            # Recorded for the ordering-key check: a job is compared with a younger one of
+            # its key only once its chunk's answer came back (it had committed by then).
+            call = self.ctx.record.new_call("enqueue", "producer", jobs=len(plans))
             try:
                 if self.conn is None or self.conn.closed:
                     self.conn = connect_until(self.ctx, "soak producer", give_up=time.monotonic() + 600)
                 got = enqueue_chunk(self.conn, plans)
+                call.update(known=True, t1=time.time(), result=got)
                 break
             except psycopg2.Error as e:
                 if not connection_lost(self.conn, e):
