@@ -14,7 +14,7 @@ use maud::html;
 
 use crate::auth::{self, Operator, CSRF_COOKIE, OPERATOR_COOKIE};
 use crate::error::{PageError, PageResult};
-use crate::pages::queues::encode_path;
+use crate::pages::queues::queue_href;
 use crate::pages::{layout, parse_id, parse_queue, Action};
 use crate::Shared;
 
@@ -137,7 +137,7 @@ pub async fn redrive(
     let caller = authorize(&app, &headers, remote, &form, Action::Redrive).await?;
     let back = queue
         .as_deref()
-        .map(|q| format!("/queues/{}", encode_path(q)))
+        .map(queue_href)
         .unwrap_or_else(|| "/queues".into());
     match app.db.redrive(&ids).await {
         Ok(done) => {
@@ -145,8 +145,12 @@ pub async fn redrive(
                 .iter()
                 .map(|r| format!("{}→{}", r.id, r.new_id))
                 .collect();
+            // The jobs' own queues, not the form's (the page it came from).
+            let mut queues: Vec<&str> = done.iter().map(|r| r.queue.as_str()).collect();
+            queues.sort_unstable();
+            queues.dedup();
             tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
-                queue = queue.as_deref().unwrap_or(""), ids = ?ids, result = %pairs.join(","), "action");
+                queues = ?queues, ids = ?ids, result = %pairs.join(","), "action");
             Ok(result_page(
                 "Redriven",
                 true,
@@ -233,7 +237,7 @@ async fn pause_or_resume(
     let form = Form::parse(&body);
     let queue = parse_queue(form.one("queue").unwrap_or(""))?;
     let caller = authorize(&app, &headers, remote, &form, action).await?;
-    let back = format!("/queues/{}", encode_path(&queue));
+    let back = queue_href(&queue);
     let result = if action == Action::Pause {
         app.db.pause(&queue).await
     } else {

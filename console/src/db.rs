@@ -171,6 +171,7 @@ pub struct FailedJob {
 pub struct Redriven {
     pub id: i64,
     pub new_id: i64,
+    pub queue: String,
 }
 
 impl Db {
@@ -538,6 +539,7 @@ impl Db {
             .map(|r| Redriven {
                 id: r.get("id"),
                 new_id: r.get("new_id"),
+                queue: r.get("queue"),
             })
             .collect())
     }

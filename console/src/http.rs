@@ -23,7 +23,7 @@ pub fn router(app: Shared) -> Router {
         .route("/", get(|| async { Redirect::to("/queues") }))
         .route("/queues", get(pages::queues::page))
         .route("/queues/live", get(pages::queues::live))
-        .route("/queues/{queue}", get(pages::queue::page))
+        .route("/queue", get(pages::queue::page))
         .route("/jobs", get(pages::search::page))
         .route("/jobs/{id}", get(pages::job::page))
         .route("/signin", post(actions::sign_in))

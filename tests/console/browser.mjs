@@ -113,7 +113,7 @@ try {
         `its business row ${tx} went back to pending`);
 
   console.log("== redrive two failed jobs in bulk");
-  await page.goto(ADMIN + "/queues/acme");
+  await page.goto(ADMIN + "/queue?name=acme");
   const boxes = await page.$$("#failed input[name=id]");
   check(boxes.length === 5, "5 failed jobs are still selectable (the redriven one is not)");
   const picked = [];
@@ -136,12 +136,22 @@ try {
         "no other job changed");
 
   console.log("== pause a queue");
-  await page.goto(ADMIN + "/queues/initech");
+  await page.goto(ADMIN + "/queue?name=initech");
   await Promise.all([page.waitForNavigation(), page.click("#pause")]);
   const paused = await one("SELECT queue FROM sendjobs_queues WHERE paused ORDER BY queue");
   check(JSON.stringify(paused) === JSON.stringify([{ queue: "initech" }]), "initech, and only it, is paused");
-  await page.goto(ADMIN + "/queues/initech");
+  await page.goto(ADMIN + "/queue?name=initech");
   check(await page.isVisible("#resume"), "its page offers to resume it");
+
+  console.log("== a queue named '..' (a path segment a browser would normalise away)");
+  await page.goto(ADMIN + "/queue?name=..");
+  await Promise.all([page.waitForNavigation(), page.click("#pause")]);
+  const dots = await one("SELECT queue FROM sendjobs_queues WHERE paused ORDER BY queue");
+  check(JSON.stringify(dots) === JSON.stringify([{ queue: ".." }, { queue: "initech" }]), "'..' is paused from its own page");
+  await page.goto(ADMIN + "/queue?name=..");
+  await Promise.all([page.waitForNavigation(), page.click("#resume")]);
+  const undotted = await one("SELECT queue FROM sendjobs_queues WHERE paused ORDER BY queue");
+  check(JSON.stringify(undotted) === JSON.stringify([{ queue: "initech" }]), "and resumed from it");
 
   console.log("== search by transaction id");
   await page.goto(ADMIN + "/jobs");
@@ -201,7 +211,7 @@ try {
   console.log("== the monitor-only console offers no action and refuses them");
   const mpage = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   await signIn(mpage, MONITOR, "watcher");
-  await mpage.goto(MONITOR + "/queues/acme");
+  await mpage.goto(MONITOR + "/queue?name=acme");
   check((await mpage.$$("#failed input[name=id], #redrive, #pause, #resume")).length === 0, "no checkbox, redrive or pause on acme");
   check((await mpage.textContent("main")).includes("Not allowed: redrive"), "the page says redrive is not allowed");
   const pending = (await one("SELECT id::int FROM send_jobs WHERE queue = 'globex' AND status = 'in_flight' ORDER BY id LIMIT 1"))[0].id;
@@ -219,7 +229,7 @@ try {
 
   console.log("== without a token the console only shows");
   const npage = await (await browser.newContext()).newPage();
-  await npage.goto(NOTOKEN + "/queues/acme");
+  await npage.goto(NOTOKEN + "/queue?name=acme");
   check((await npage.textContent("main")).includes("Actions are disabled"), "the page says actions are disabled");
   check((await npage.$$("input[name=token], #redrive, #pause")).length === 0, "no sign-in and no action");
   // No form on its pages carries a CSRF token; the token check comes first and says so.

@@ -46,9 +46,9 @@ status=0
 node tests/console/browser.mjs || status=$?
 # The action log: every action, with who and what, on the console's stderr.
 if [ $status = 0 ]; then
-  for want in 'operator=test-operator action="redrive"' 'operator=test-operator action="cancel"' \
+  for want in 'operator=test-operator action="redrive" queues=["acme"]' 'operator=test-operator action="cancel"' \
               'operator=test-operator action="pause" queue=initech' 'action refused'; do
-    if ! sed 's/\x1b\[[0-9;]*m//g' "$logs/admin.log" | grep -q "$want"; then
+    if ! sed 's/\x1b\[[0-9;]*m//g' "$logs/admin.log" | grep -qF "$want"; then
       echo "FAILED: the action log has no line with: $want" >&2; status=1
     fi
   done

@@ -198,7 +198,7 @@ def main():
     later = cur.fetchone()[0][:19].replace(" ", "+")
     pages = [
         ("queues", "/queues"), ("queues (live refresh)", "/queues/live"),
-        ("queue q3 with its failed jobs", "/queues/q3"),
+        ("queue q3 with its failed jobs", "/queue?name=q3"),
         ("search: newest jobs", "/jobs"), ("search: failed", "/jobs?status=failed"),
         ("search: queue q3, pending", "/jobs?queue=q3&status=pending"),
         ("search: transaction id (unindexed: one window)", "/jobs?transaction_id=tx-42"),

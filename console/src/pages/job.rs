@@ -10,7 +10,7 @@ use maud::{html, Markup};
 use crate::db::ChainJob;
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
-use crate::pages::queues::encode_path;
+use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{access_notes, layout, opt, parse_id, status_badge, Action, Ctx};
 use crate::Shared;
 
@@ -60,7 +60,7 @@ pub async fn page(
             h1 { "Job " (id) " " (status_badge(&job.status)) }
             (access_notes(&ctx))
             dl.job {
-                dt { "queue" } dd { a href=(format!("/queues/{}", encode_path(&job.queue))) { (job.queue) } }
+                dt { "queue" } dd { a href=(queue_href(&job.queue)) { (job.queue) } }
                 dt { "status" } dd #status { (job.status) }
                 dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
                 dt { "claim generation" } dd { (job.claim_generation) }
@@ -72,7 +72,7 @@ pub async fn page(
                     @if job.lease_expired == Some(true) { " " span.warn { "expired: the next claim takes it back" } }
                 }
                 dt { "finished" } dd { (opt(&job.finished_at)) }
-                dt { "transaction" } dd { @if let Some(tx) = &job.transaction_id { a href=(format!("/jobs?transaction_id={}", encode_path(tx))) { (tx) } } @else { "—" } }
+                dt { "transaction" } dd { @if let Some(tx) = &job.transaction_id { a href=(format!("/jobs?transaction_id={}", query_value(tx))) { (tx) } } @else { "—" } }
                 dt { "idempotency key" } dd { (opt(&job.idempotency_key)) }
                 dt { "ordering key" } dd { (opt(&job.ordering_key)) }
                 dt { "priority" } dd { (job.priority) " min" }

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::Extension;
 use maud::{html, Markup};
 
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
-use crate::pages::queues::encode_path;
+use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{access_notes, layout, opt, parse_id, parse_queue, Action, Ctx};
 use crate::Shared;
 
@@ -20,10 +20,13 @@ pub async fn page(
     State(app): State<Shared>,
     headers: HeaderMap,
     Extension(csrf): Extension<CsrfCookie>,
-    Path(queue): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> PageResult<Markup> {
-    let queue = parse_queue(&queue)?;
+    let queue = parse_queue(
+        query
+            .get("name")
+            .ok_or_else(|| PageError::BadRequest("no queue named (name=...)".into()))?,
+    )?;
     let after = match (query.get("after_at"), query.get("after_id")) {
         (Some(at), Some(id)) => Some((at.as_str(), parse_id(id)?)),
         (None, None) => None,
@@ -82,7 +85,7 @@ pub async fn page(
                 }
             }
             h2 { "Failed jobs" }
-            p.muted { a href=(format!("/jobs?queue={}", encode_path(&queue))) { "All jobs of this queue" } }
+            p.muted { a href=(format!("/jobs?queue={}", query_value(&queue))) { "All jobs of this queue" } }
             @if failed.is_empty() {
                 p { "No failed jobs" (if after.is_some() { " further back" } else { "" }) "." }
             } @else {
@@ -122,7 +125,7 @@ pub async fn page(
                 }
                 @if more {
                     @if let Some(last) = failed.last() {
-                        p { a #older href=(format!("/queues/{}?after_at={}&after_id={}", encode_path(&queue), encode_path(&last.cursor_at), last.id)) { "Older failures →" } }
+                        p { a #older href=(format!("{}&after_at={}&after_id={}", queue_href(&queue), query_value(&last.cursor_at), last.id)) { "Older failures →" } }
                     }
                 }
             }

@@ -84,7 +84,7 @@ async fn live_table(app: &Arc<crate::App>) -> PageResult<Markup> {
                         @let s = by_name.get(name);
                         @let failing = s.is_some_and(|s| s.failed_5m > 0);
                         tr data-queue=(name) class=(if failing { "failing" } else { "" }) {
-                            td { a href=(format!("/queues/{}", encode_path(name))) { (name) } }
+                            td { a href=(queue_href(name)) { (name) } }
                             @if let Some(s) = s {
                                 td.n { (s.ready) (if s.estimated { "~" } else { "" }) }
                                 td.n { (s.scheduled) }
@@ -172,15 +172,13 @@ fn hour_chart(points: &[&ChartPoint]) -> Markup {
     }
 }
 
-/// A queue name as one path segment.
-pub fn encode_path(name: &str) -> String {
-    let mut out = String::new();
-    for b in name.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+/// A value in a link's query string.
+pub fn query_value(value: &str) -> String {
+    form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// The link to a queue's page. The name is a query value, not a path segment: a browser
+/// normalises a segment `.` or `..` away (also written `%2E`), and both are queue names.
+pub fn queue_href(queue: &str) -> String {
+    format!("/queue?name={}", query_value(queue))
 }

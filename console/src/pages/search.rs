@@ -19,7 +19,7 @@ use maud::html;
 use crate::db::Filters;
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
-use crate::pages::queues::encode_path;
+use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{layout, opt, parse_id, parse_queue, status_badge, Ctx};
 use crate::Shared;
 
@@ -125,7 +125,7 @@ pub async fn page(
             ("to", &filters.created_to),
         ] {
             if let Some(v) = value {
-                parts.push(format!("{name}={}", encode_path(v)));
+                parts.push(format!("{name}={}", query_value(v)));
             }
         }
         parts.push(format!("before={before}"));
@@ -167,7 +167,7 @@ pub async fn page(
                         @for r in &rows {
                             tr data-job=(r.id) {
                                 td { a href=(format!("/jobs/{}", r.id)) { (r.id) } }
-                                td { a href=(format!("/queues/{}", encode_path(&r.queue))) { (r.queue) } }
+                                td { a href=(queue_href(&r.queue)) { (r.queue) } }
                                 td { (status_badge(&r.status)) }
                                 td.n { (r.attempts) "/" (r.max_attempts) }
                                 td.n { (r.claim_generation) }
