@@ -27,7 +27,6 @@ static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue")
 // Ordered jobs, after the turn of such claims (keyed_turn.sql).
 static CLAIM_KEYED: Statement = statement!("claim.sql", "keyed");
 static KEYED_TURN: Statement = statement!("keyed_turn.sql");
-static LIMITED_QUEUES: Statement = statement!("limited_queues.sql");
 static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
 
 /// Claims up to `batch` jobs: pending ones that are due, and in_flight ones whose lease
@@ -55,48 +54,52 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
     let now = wall_clock();
 
     Spi::connect_mut(|client| {
-        let claim = if queue.is_some() {
-            &CLAIM_ONE_QUEUE
-        } else {
-            &CLAIM_ANY_QUEUE
-        };
         let batch = usize::try_from(batch).unwrap_or(1);
         let mut claimed = Vec::with_capacity(batch);
-        let mut round = Round {
-            claim,
-            queue,
-            other_than: None,
-            planning: Planning::Generic,
-        };
-        let first = claim_rounds(client, &round, batch, now, lease, &mut claimed)?;
-        let mut keyed = first.keyed;
-        // Flow control is in use where this claim would take from (claim.sql): the
-        // queues without it first, then from each queue with it what its settings
-        // allow, under its lock. A claim from one queue waits for that queue's lock (and
-        // takes its ordered jobs under it); a claim from any queue locks them in name
-        // order, skipping one that another claim holds (so two such claims never wait
-        // on each other).
-        let (queues, lock) = match (first.limited, queue) {
-            (false, _) => (Vec::new(), Lock::Wait),
-            (true, Some(queue)) => (vec![queue.to_owned()], Lock::Wait),
-            (true, None) => {
-                let queues: Vec<String> = LIMITED_QUEUES
-                    .run(client, &[])?
-                    .map(|row| row.get_by_name::<String, _>("queue"))
-                    .collect::<std::result::Result<Vec<_>, _>>()?
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                round = Round {
-                    claim: &CLAIM_OTHER_QUEUES,
-                    queue: None,
-                    other_than: Some(queues.clone()),
-                    planning: Planning::ForTheValues,
-                };
-                keyed = claim_rounds(client, &round, batch, now, lease, &mut claimed)?.keyed;
-                (queues, Lock::Skip)
+        // Flow control is in use where this claim would take from (src/flow.rs keeps the
+        // list): the queues without it first, then from each queue with it what its
+        // settings allow, under its lock. A claim from one queue waits for that queue's
+        // lock (and takes its ordered jobs under it); a claim from any queue locks them
+        // in name order, skipping one that another claim holds (so two such claims never
+        // wait on each other).
+        let limited = flow::limited_queues(client)?;
+        let (first, queues, lock) = match queue {
+            Some(queue) if limited.iter().any(|q| q == queue) => {
+                (None, vec![queue.to_owned()], Lock::Wait)
             }
+            Some(_) => (
+                Some((&CLAIM_ONE_QUEUE, None, Planning::Generic)),
+                Vec::new(),
+                Lock::Wait,
+            ),
+            None if limited.is_empty() => (
+                Some((&CLAIM_ANY_QUEUE, None, Planning::Generic)),
+                Vec::new(),
+                Lock::Wait,
+            ),
+            None => (
+                Some((
+                    &CLAIM_OTHER_QUEUES,
+                    Some(limited.clone()),
+                    Planning::ForTheValues,
+                )),
+                limited,
+                Lock::Skip,
+            ),
         };
+        let keyed = match first {
+            Some((claim, other_than, planning)) => {
+                let round = Round {
+                    claim,
+                    queue,
+                    other_than,
+                    planning,
+                };
+                claim_rounds(client, &round, batch, now, lease, &mut claimed)?.keyed
+            }
+            None => false,
+        };
+        flow::first_pass_done(client)?;
         // Ordered jobs, left by the passes above: after the turn of such claims, in a
         // snapshot that sees every one that committed (keyed_turn.sql).
         if keyed && claimed.len() < batch {
@@ -165,11 +168,9 @@ struct Round<'a> {
     planning: Planning,
 }
 
-/// What a pass of the claim left to others (its last rows, claim.sql).
+/// What a pass of the claim left to others (its last row, claim.sql).
 #[derive(Default)]
 struct Left {
-    /// Queues with flow control (this pass claimed nothing).
-    limited: bool,
     /// Pending ordered jobs, for the pass that takes them.
     keyed: bool,
 }
@@ -202,25 +203,22 @@ fn claim_rounds(
         )?;
         let mut gave_up = Vec::new();
         for row in rows {
-            if row.get_by_name::<bool, _>("limited")? == Some(true) {
-                left.limited = true;
-                continue;
-            }
-            if row.get_by_name::<bool, _>("keyed")? == Some(true) {
-                left.keyed = true;
-                continue;
-            }
-            if row.get_by_name::<bool, _>("gave_up")? == Some(true) {
+            // Almost every row is a claimed job: one column read for it (each read looks
+            // its column up by name), the flags only on the rows without a job.
+            if let Some(job) = row.get_by_name::<Job, _>("job")? {
+                claimed.push(job);
+            } else if row.get_by_name::<bool, _>("gave_up")? == Some(true) {
                 gave_up.push((
                     row.get_by_name::<i64, _>("id")?,
                     row.get_by_name::<String, _>("transaction_id")?,
                 ));
-                continue;
+            } else if row.get_by_name::<bool, _>("keyed")? == Some(true) {
+                left.keyed = true;
+            } else {
+                return Err(SendJobsError::Internal(
+                    "claim returned a row with neither a job nor a flag".into(),
+                ));
             }
-            claimed.push(
-                row.get_by_name::<Job, _>("job")?
-                    .ok_or_else(|| SendJobsError::Internal("claim returned a NULL row".into()))?,
-            );
         }
         if gave_up.is_empty() {
             return Ok(left);

@@ -4,11 +4,15 @@
 //! sendjobs_queues; a claim from a queue that has any takes that queue's row lock, so the
 //! claims of such a queue take turns, and claims no more than its settings allow.
 
+use std::cell::{Cell, RefCell};
+
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
+use pgrx::{register_xact_callback, PgXactCallbackEvent};
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
+use crate::spi_plans::settings_relation;
 use crate::statements::{first, statement, Statement};
 use crate::wakeup;
 
@@ -19,6 +23,7 @@ static QUEUE_LOCK_WAIT: Statement = statement!("queue_lock.sql", "wait");
 static QUEUE_LOCK_SKIP: Statement = statement!("queue_lock.sql", "skip");
 static QUEUE_IN_FLIGHT: Statement = statement!("queue_in_flight.sql");
 static QUEUE_TOKENS_SAVE: Statement = statement!("queue_tokens_save.sql");
+static LIMITED_QUEUES: Statement = statement!("limited_queues.sql");
 
 /// The most claims a second a rate may allow (the CHECK of sendjobs_queues agrees).
 const MAX_RATE: f64 = 1_000_000.0;
@@ -41,6 +46,7 @@ fn set_paused(queue: Option<&str>, paused: bool) -> Result<()> {
     let queue = queue_name(required(queue, "queue")?)?;
     Spi::connect_mut(|client| {
         QUEUE_PAUSE_SAVE.run(client, &[queue.into(), paused.into()])?;
+        settings_changed(client)?;
         if !paused {
             wakeup::wake_queue(client, queue)?;
         }
@@ -106,7 +112,7 @@ fn set_limit(
                 now.into(),
             ],
         )?;
-        Ok(())
+        settings_changed(client)
     })
 }
 
@@ -167,6 +173,139 @@ fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
             })
             .collect()
     })
+}
+
+// Which queues have flow control, as a claim's first pass needs to know (src/claim.rs:
+// it leaves them out, to be claimed one by one under their locks). Read from
+// sendjobs_queues once, then kept by each backend until a change commits: reading it in
+// every claim's statement cost a claim from any queue about 25 us of CPU in 180 at
+// batch 1 and 20 in 350 at batch 10, on PostgreSQL 18 (BENCHMARKS.md, "Where a queue
+// without settings pays"). What keeps the kept list true (decision 0013, "Which queues
+// have flow control"):
+// - a change (sendjobs_pause, sendjobs_resume, sendjobs_limit) invalidates the
+//   relation's cache entry in every backend when it commits, and this backend's at once;
+//   the callback below counts those invalidations;
+// - its transaction takes the settings lock in the exclusive mode just before it commits,
+//   and keeps it until its invalidation is out (Postgres sends a transaction's
+//   invalidations after it becomes visible and before it releases its locks);
+// - a claim takes that lock in the shared mode before it reads the list, which reads
+//   every invalidation that committed before, and keeps it while its first pass runs: no
+//   change can commit between the list it uses and the snapshot of that pass.
+// The lock is an object lock of the settings relation's own (sub-id 1), not the
+// relation's lock: a claim that waits for a limited queue's row lock holds the relation
+// in RowShare, which a change's exclusive lock at its commit would wait for (deadlock).
+
+thread_local! {
+    /// The list as last read, and the invalidation count it was read at.
+    static LIMITED: RefCell<(u64, Vec<String>)> = const { RefCell::new((u64::MAX, Vec::new())) };
+    /// Invalidations of sendjobs_queues' cache entry (or of every entry) seen.
+    static INVALIDATIONS: Cell<u64> = const { Cell::new(0) };
+    /// The relation the callback watches (0 until the first claim).
+    static WATCHED: Cell<pg_sys::Oid> = const { Cell::new(pg_sys::InvalidOid) };
+}
+
+/// The lock's sub-id (the relation's own object lock, used for nothing else).
+const SETTINGS_LOCK_SUBID: u16 = 1;
+
+/// Counts an invalidation of the watched relation (or of every relation). Runs inside
+/// Postgres's invalidation processing: no SPI, no allocation, no panic.
+#[pg_guard]
+unsafe extern "C-unwind" fn settings_invalidated(_arg: pg_sys::Datum, relation: pg_sys::Oid) {
+    if relation == pg_sys::InvalidOid || relation == WATCHED.get() {
+        INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
+    }
+}
+
+/// The queues with flow control, in name order, for a claim's first pass; from the
+/// backend's list while it holds. The caller holds the settings lock until
+/// `first_pass_done`. Under REPEATABLE READ and SERIALIZABLE the list is read in the
+/// transaction's snapshot, which may be older than the last change: used, not kept.
+pub fn limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
+    let relation = settings_relation(client)?;
+    if WATCHED.get() != relation {
+        if WATCHED.get() == pg_sys::InvalidOid {
+            // SAFETY: registered once per backend, for its life (the callback is static).
+            unsafe {
+                pg_sys::CacheRegisterRelcacheCallback(
+                    Some(settings_invalidated),
+                    pg_sys::Datum::from(0),
+                )
+            };
+        }
+        WATCHED.set(relation);
+        INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
+    }
+    // SAFETY: a lock on an object of this database, released by first_pass_done or at the
+    // transaction's end; taking it reads the invalidations that committed before.
+    unsafe {
+        pg_sys::LockDatabaseObject(
+            pg_sys::RelationRelationId,
+            relation,
+            SETTINGS_LOCK_SUBID,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        )
+    };
+    let seen = INVALIDATIONS.get();
+    if let Some(queues) = LIMITED.with_borrow(|(at, queues)| (*at == seen).then(|| queues.clone()))
+    {
+        return Ok(queues);
+    }
+    let queues: Vec<String> = LIMITED_QUEUES
+        .run(client, &[])?
+        .map(|row| row.get_by_name::<String, _>("queue"))
+        .collect::<std::result::Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    // SAFETY: a backend global, read on the backend's own thread.
+    if unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32 {
+        LIMITED.set((seen, queues.clone()));
+    }
+    Ok(queues)
+}
+
+/// Releases the settings lock a claim took for its first pass (`limited_queues`).
+pub fn first_pass_done(client: &SpiClient<'_>) -> Result<()> {
+    let relation = settings_relation(client)?;
+    // SAFETY: the lock limited_queues took in this transaction, released once.
+    unsafe {
+        pg_sys::UnlockDatabaseObject(
+            pg_sys::RelationRelationId,
+            relation,
+            SETTINGS_LOCK_SUBID,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        )
+    };
+    Ok(())
+}
+
+/// After a change of a queue's pause or limits: every backend's list is invalidated at
+/// the commit, and the commit takes the settings lock (above). A prepared transaction
+/// would send its invalidation at COMMIT PREPARED without that lock: refused.
+fn settings_changed(client: &SpiClient<'_>) -> Result<()> {
+    let relation = settings_relation(client)?;
+    // SAFETY: queues an invalidation of a relation that exists, sent at the commit.
+    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relation) };
+    register_xact_callback(PgXactCallbackEvent::PreCommit, move || {
+        // SAFETY: as limited_queues' lock, in the exclusive mode, until the commit ends.
+        unsafe {
+            pg_sys::LockDatabaseObject(
+                pg_sys::RelationRelationId,
+                relation,
+                SETTINGS_LOCK_SUBID,
+                pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
+            )
+        }
+    });
+    register_xact_callback(PgXactCallbackEvent::PrePrepare, || {
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "sendjobs: a transaction that changed a queue's pause or limits cannot be prepared",
+            "Change them in a transaction of its own (sendjobs_pause, sendjobs_resume, sendjobs_limit)."
+        );
+    });
+    Ok(())
 }
 
 /// How a claim takes a queue's lock: a claim from that queue waits for it; a claim from

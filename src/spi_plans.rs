@@ -33,6 +33,8 @@ struct PlanCache {
     send_jobs: pg_sys::Oid,
     /// `send_jobs_id_seq`, the ids' sequence (a keyed enqueue draws its job's id from it).
     id_sequence: pg_sys::Oid,
+    /// `sendjobs_queues`, the queues' settings (src/flow.rs keeps which have flow control).
+    settings: pg_sys::Oid,
     /// The extension's schema by oid, and its name when the plans were made: a renamed
     /// schema (ALTER SCHEMA ... RENAME) makes the cache reload, with new plans.
     namespace: pg_sys::Oid,
@@ -103,9 +105,17 @@ impl PlanCache {
                 "the extension's sequence send_jobs_id_seq is missing".into(),
             ));
         }
+        // SAFETY: as above.
+        let settings = unsafe { pg_sys::get_relname_relid(c"sendjobs_queues".as_ptr(), namespace) };
+        if settings == pg_sys::InvalidOid {
+            return Err(SendJobsError::Internal(
+                "the extension's table sendjobs_queues is missing".into(),
+            ));
+        }
         Ok(Self {
             send_jobs,
             id_sequence,
+            settings,
             namespace,
             namespace_name,
             schema,
@@ -138,6 +148,12 @@ pub fn extension_schema(client: &SpiClient<'_>) -> Result<String> {
 /// the cache, read once per load.
 pub fn queue_relation_oids(client: &SpiClient<'_>) -> Result<(pg_sys::Oid, pg_sys::Oid)> {
     with_cache(client, |cache| (cache.send_jobs, cache.id_sequence))
+}
+
+/// The oid of `sendjobs_queues`, the queues' settings (src/flow.rs: the lock and the
+/// invalidation that keep each backend's list of limited queues current).
+pub fn settings_relation(client: &SpiClient<'_>) -> Result<pg_sys::Oid> {
+    with_cache(client, |cache| cache.settings)
 }
 
 /// Who a statement runs as.

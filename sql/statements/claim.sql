@@ -1,5 +1,5 @@
 --- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
---- columns: job, gave_up, id, transaction_id, claim_order, limited, keyed
+--- columns: job, gave_up, id, transaction_id, claim_order, keyed
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
@@ -8,20 +8,18 @@
 -- claims again for the places they took.
 -- Variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
 -- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
--- Flow control (docs/decisions/0013-flow-control-in-the-claim.md): any_queue and
--- one_queue claim only while no queue they would take from has any (paused,
--- max_in_flight, rate: "limited", found in the few rows of sendjobs_queues once per
--- statement). That test is a one-time filter, so the scans and their plans are what they
--- were without flow control; when it fails they claim nothing and say so with a last row
--- whose "limited" is true. src/claim.rs then claims with the two other variants:
--- other_queues ($4 NULL), from every queue but those in $5, planned for the values (a
--- generic plan would guess the share of rows "queue <> ALL ($5)" keeps, and with one
--- queue in the table guessed none: it sorted the whole backlog); and limited_queue, from
--- queue $4, whose settings row the caller holds locked and whose allowance it passes as
--- $2 (src/flow.rs). And ordered jobs (a job with an ordering key): any_queue, one_queue
--- and other_queues leave them to the variant keyed, run after a lock that makes such
--- claims take turns (src/claim.rs); limited_queue takes them itself, under its queue's
--- lock. $5 is unused by any_queue and one_queue.
+-- Flow control (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows
+-- which queues have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the
+-- list, current under the settings lock). Without any where it claims from, it runs
+-- any_queue or one_queue, whose scans and plans are what they were before flow control.
+-- Otherwise other_queues ($4 NULL), from every queue but those in $5, planned for the
+-- values (a generic plan would guess the share of rows "queue <> ALL ($5)" keeps, and
+-- with one queue in the table guessed none: it sorted the whole backlog); and
+-- limited_queue, from queue $4, whose settings row the caller holds locked and whose
+-- allowance it passes as $2 (src/flow.rs). And ordered jobs (a job with an ordering
+-- key): any_queue, one_queue and other_queues leave them to the variant keyed, run after
+-- a lock that makes such claims take turns (src/claim.rs); limited_queue takes them
+-- itself, under its queue's lock. $5 is unused by any_queue and one_queue.
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -48,15 +46,6 @@
 -- (a lease of 0 expires at once), so the rounds src/claim.rs runs after jobs gave up
 -- cannot take back, or give up on, what an earlier round of the same call claimed.
 WITH
---- variant any_queue, one_queue
-limited AS MATERIALIZED (
-    SELECT queue FROM @extschema@.sendjobs_queues
-     WHERE (paused OR max_in_flight IS NOT NULL OR rate IS NOT NULL)
---- variant one_queue
-       AND queue = $4
---- variant any_queue, one_queue
-),
---- end
 pending AS MATERIALIZED (
     SELECT id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
       FROM ONLY @extschema@.send_jobs AS job
@@ -65,11 +54,9 @@ pending AS MATERIALIZED (
        AND next_attempt_at <= $1
 --- variant any_queue
        AND $4::text IS NULL
-       AND NOT EXISTS (SELECT FROM limited)
        AND job.ordering_key IS NULL
 --- variant one_queue
        AND queue = $4
-       AND NOT EXISTS (SELECT FROM limited)
        AND job.ordering_key IS NULL
 --- variant other_queues
        AND $4::text IS NULL
@@ -111,10 +98,8 @@ expired AS MATERIALIZED (
        AND claimed_at < $1
 --- variant any_queue
        AND $4::text IS NULL
-       AND NOT EXISTS (SELECT FROM limited)
 --- variant one_queue
        AND queue = $4
-       AND NOT EXISTS (SELECT FROM limited)
 --- variant other_queues
        AND $4::text IS NULL
        AND queue <> ALL ($5)
@@ -172,31 +157,20 @@ gave_up AS (
       FROM leaving
  RETURNING id, transaction_id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
 )
-SELECT job, false AS gave_up, id, transaction_id, claim_order, false AS limited, false AS keyed FROM claimed
+SELECT job, false AS gave_up, id, transaction_id, claim_order, false AS keyed FROM claimed
 UNION ALL
-SELECT NULL, true, id, transaction_id, claim_order, false, false FROM gave_up
--- The last rows say what this pass left to others: queues with flow control (limited),
--- pending ordered jobs (keyed: one probe of send_jobs_pending_keyed_idx).
---- variant any_queue
+SELECT NULL, true, id, transaction_id, claim_order, false FROM gave_up
+-- The last row says what this pass left to another: pending ordered jobs (keyed: one
+-- probe of send_jobs_pending_keyed_idx).
+--- variant any_queue, other_queues
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true, false WHERE EXISTS (SELECT FROM limited)
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, false, true
- WHERE NOT EXISTS (SELECT FROM limited)
-   AND EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+SELECT NULL, NULL, NULL, NULL, NULL, true
+ WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
 --- variant one_queue
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true, false WHERE EXISTS (SELECT FROM limited)
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, false, true
- WHERE NOT EXISTS (SELECT FROM limited)
-   AND EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
---- variant other_queues
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, false, true
+SELECT NULL, NULL, NULL, NULL, NULL, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
 --- end
 ORDER BY claim_order, id

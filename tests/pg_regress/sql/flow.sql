@@ -235,3 +235,27 @@ BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) AS claimed FROM sendjobs_claim(1, '1 minute', 'rr-plain');
 COMMIT;
 SELECT queue, status, count(*) FROM send_jobs WHERE queue LIKE 'rr-%' GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- ----------------------------------------------------------------------------
+-- The backend's list of limited queues (src/flow.rs, decision 0013)
+-- ----------------------------------------------------------------------------
+-- A claim keeps the list of queues with flow control from one call to the next; a change
+-- in this session's own transaction is seen by its next claim, and forgotten when the
+-- transaction rolls back (here: claims before, during and after a pause rolled back).
+SELECT sendjobs_enqueue('{}', 'own-pause') > 0 AS a, sendjobs_enqueue('{}', 'own-pause') > 0 AS b;
+SELECT count(*) AS before_pause FROM sendjobs_claim(1, '1 minute', 'own-pause');
+BEGIN;
+SELECT sendjobs_pause('own-pause');
+SELECT count(*) AS while_paused FROM sendjobs_claim(1, '1 minute', 'own-pause');
+SELECT count(*) AS while_paused_any FROM sendjobs_claim(10, '1 minute') WHERE queue = 'own-pause';
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM sendjobs_claim(1, '1 minute', 'own-pause');
+-- A transaction that changed a queue's pause or limits cannot be prepared (0A000): its
+-- change would reach the other backends' lists at COMMIT PREPARED without the lock that
+-- orders it before their claims. Nothing changes.
+BEGIN;
+SELECT sendjobs_pause('own-pause');
+\set VERBOSITY sqlstate
+PREPARE TRANSACTION 'sendjobs-pause';
+\set VERBOSITY default
+SELECT paused FROM sendjobs_queues WHERE queue = 'own-pause';
