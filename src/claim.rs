@@ -63,43 +63,53 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         // in name order, skipping one that another claim holds (so two such claims never
         // wait on each other).
         let limited = flow::limited_queues(client)?;
-        let (first, queues, lock) = match queue {
-            Some(queue) if limited.iter().any(|q| q == queue) => {
-                (None, vec![queue.to_owned()], Lock::Wait)
+        let first = match queue {
+            Some(queue) if limited.queues.iter().any(|q| q == queue) => None,
+            Some(_) if limited.exact() => Some((&CLAIM_ONE_QUEUE, Planning::Generic)),
+            None if limited.exact() && limited.queues.is_empty() => {
+                Some((&CLAIM_ANY_QUEUE, Planning::Generic))
             }
-            Some(_) => (
-                Some((&CLAIM_ONE_QUEUE, None, Planning::Generic)),
-                Vec::new(),
-                Lock::Wait,
-            ),
-            None if limited.is_empty() => (
-                Some((&CLAIM_ANY_QUEUE, None, Planning::Generic)),
-                Vec::new(),
-                Lock::Wait,
-            ),
-            None => (
-                Some((
-                    &CLAIM_OTHER_QUEUES,
-                    Some(limited.clone()),
-                    Planning::ForTheValues,
-                )),
-                limited,
-                Lock::Skip,
-            ),
+            // A list of limited queues that may have changed (limited_queues says when):
+            // every row the pass takes is checked against the settings in its snapshot.
+            _ => Some((&CLAIM_OTHER_QUEUES, Planning::ForTheValues)),
         };
+        let mut gave_up = Vec::new();
         let keyed = match first {
-            Some((claim, other_than, planning)) => {
+            Some((claim, planning)) => {
                 let round = Round {
                     claim,
                     queue,
-                    other_than,
+                    other_than: Some(limited.queues.clone()),
                     planning,
                 };
-                claim_rounds(client, &round, batch, now, lease, &mut claimed)?.keyed
+                claim_rounds(
+                    client,
+                    &round,
+                    batch,
+                    now,
+                    lease,
+                    &mut claimed,
+                    &mut gave_up,
+                )?
+                .keyed
             }
             None => false,
         };
-        flow::first_pass_done(client)?;
+        // The jobs that gave up are stamped once the settings lock is released: a stamp
+        // runs the linked table's code and may wait on its rows.
+        flow::first_pass_done(&limited);
+        finish_gave_up(client, &mut gave_up)?;
+        let (queues, lock) = match queue {
+            Some(_) => (
+                limited
+                    .queues
+                    .into_iter()
+                    .filter(|q| Some(q.as_str()) == queue)
+                    .collect(),
+                Lock::Wait,
+            ),
+            None => (limited.queues, Lock::Skip),
+        };
         // Ordered jobs, left by the passes above: after the turn of such claims, in a
         // snapshot that sees every one that committed (keyed_turn.sql).
         if keyed && claimed.len() < batch {
@@ -111,7 +121,16 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
                 other_than: (!queues.is_empty()).then(|| queues.clone()),
                 planning: Planning::Generic,
             };
-            claim_rounds(client, &round, batch, wall_clock(), lease, &mut claimed)?;
+            claim_rounds(
+                client,
+                &round,
+                batch,
+                wall_clock(),
+                lease,
+                &mut claimed,
+                &mut gave_up,
+            )?;
+            finish_gave_up(client, &mut gave_up)?;
         }
         for queue in queues {
             let wanted = batch - claimed.len();
@@ -139,7 +158,9 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
                 allowance.now,
                 lease,
                 &mut claimed,
+                &mut gave_up,
             )?;
+            finish_gave_up(client, &mut gave_up)?;
             flow::spend(client, &queue, &allowance, claimed.len() - before)?;
         }
         Ok(claimed)
@@ -177,8 +198,9 @@ struct Left {
 
 /// Runs a round's claim until `claimed` holds `batch` jobs or a round gives up on
 /// nothing: jobs that gave up took places in a round, so the next one claims again for
-/// those places. Each round finishes the jobs it gave up on, so the loop ends. Returns
-/// what the statement left to other passes.
+/// those places. Each round finishes the jobs it gave up on (they leave send_jobs), so
+/// the loop ends; their business rows are the caller's to stamp (`finish_gave_up`).
+/// Returns what the statement left to other passes.
 fn claim_rounds(
     client: &mut SpiClient<'_>,
     round: &Round<'_>,
@@ -186,6 +208,7 @@ fn claim_rounds(
     now: TimestampWithTimeZone,
     lease: Interval,
     claimed: &mut Vec<Job>,
+    gave_up: &mut Vec<(Option<i64>, Option<String>)>,
 ) -> Result<Left> {
     let mut left = Left::default();
     loop {
@@ -201,7 +224,7 @@ fn claim_rounds(
             ],
             round.planning,
         )?;
-        let mut gave_up = Vec::new();
+        let gave_up_before = gave_up.len();
         for row in rows {
             // Almost every row is a claimed job: one column read for it (each read looks
             // its column up by name), the flags only on the rows without a job.
@@ -220,15 +243,24 @@ fn claim_rounds(
                 ));
             }
         }
-        if gave_up.is_empty() {
-            return Ok(left);
-        }
-        stamp_gave_up(client, &gave_up)?;
-        wakeup::after_finish(client, None)?;
-        if claimed.len() == batch {
+        if gave_up.len() == gave_up_before || claimed.len() == batch {
             return Ok(left);
         }
     }
+}
+
+/// Stamps the business rows of the jobs that gave up, and wakes what their finish frees.
+fn finish_gave_up(
+    client: &mut SpiClient<'_>,
+    gave_up: &mut Vec<(Option<i64>, Option<String>)>,
+) -> Result<()> {
+    if gave_up.is_empty() {
+        return Ok(());
+    }
+    stamp_gave_up(client, gave_up)?;
+    wakeup::after_finish(client, None)?;
+    gave_up.clear();
+    Ok(())
 }
 
 /// Stamps the business rows of jobs that gave up as failed, each in a subtransaction: a

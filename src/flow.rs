@@ -183,14 +183,18 @@ fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
 // without settings pays"). What keeps the kept list true (decision 0013, "Which queues
 // have flow control"):
 // - a change (sendjobs_pause, sendjobs_resume, sendjobs_limit) invalidates the
-//   relation's cache entry in every backend when it commits, and this backend's at once;
-//   the callback below counts those invalidations;
+//   relation's cache entry in every backend when it commits (this backend's list at
+//   once, and again if its transaction aborts); the callback below counts those
+//   invalidations, and a list read before the last one is read again;
 // - its transaction takes the settings lock in the exclusive mode just before it commits,
 //   and keeps it until its invalidation is out (Postgres sends a transaction's
 //   invalidations after it becomes visible and before it releases its locks);
-// - a claim takes that lock in the shared mode before it reads the list, which reads
-//   every invalidation that committed before, and keeps it while its first pass runs: no
-//   change can commit between the list it uses and the snapshot of that pass.
+// - a claim takes that lock in the shared mode, without waiting, before it reads the
+//   list (which reads every invalidation that committed before), and keeps it while its
+//   first pass runs: no change can commit between the list it uses and that pass's
+//   snapshot. When a change is committing, the claim does not wait for it: it reads the
+//   list in a statement of its own, keeps nothing, and its first pass checks each row
+//   against the settings in its own snapshot (claim.sql's other_queues).
 // The lock is an object lock of the settings relation's own (sub-id 1), not the
 // relation's lock: a claim that waits for a limited queue's row lock holds the relation
 // in RowShare, which a change's exclusive lock at its commit would wait for (deadlock).
@@ -212,15 +216,49 @@ const SETTINGS_LOCK_SUBID: u16 = 1;
 #[pg_guard]
 unsafe extern "C-unwind" fn settings_invalidated(_arg: pg_sys::Datum, relation: pg_sys::Oid) {
     if relation == pg_sys::InvalidOid || relation == WATCHED.get() {
-        INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
+        forget_list();
     }
 }
 
-/// The queues with flow control, in name order, for a claim's first pass; from the
-/// backend's list while it holds. The caller holds the settings lock until
-/// `first_pass_done`. Under REPEATABLE READ and SERIALIZABLE the list is read in the
-/// transaction's snapshot, which may be older than the last change: used, not kept.
-pub fn limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
+/// The next claim reads the list again.
+fn forget_list() {
+    INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
+}
+
+/// The settings lock of `relation` (sendjobs_queues), an object lock of this database.
+fn settings_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
+    pg_sys::LOCKTAG {
+        // SAFETY: a backend global, set at connection.
+        locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+        locktag_field2: pg_sys::RelationRelationId.to_u32(),
+        locktag_field3: relation.to_u32(),
+        locktag_field4: SETTINGS_LOCK_SUBID,
+        locktag_type: pg_sys::LockTagType::LOCKTAG_OBJECT as u8,
+        locktag_lockmethodid: pg_sys::DEFAULT_LOCKMETHOD as u8,
+    }
+}
+
+/// What a claim's first pass is told about flow control (`limited_queues`).
+pub struct Limited {
+    /// The queues with flow control, in name order.
+    pub queues: Vec<String>,
+    /// The settings lock this claim holds until `first_pass_done`: the list is exact for
+    /// the first pass. None: a change was committing, the list is only as of its read,
+    /// and the first pass must check each row against the settings itself.
+    held: Option<pg_sys::LOCKTAG>,
+}
+
+impl Limited {
+    /// Whether the list holds for the whole first pass.
+    pub fn exact(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+/// The queues with flow control, for a claim's first pass; from the backend's list while
+/// it holds. Under REPEATABLE READ and SERIALIZABLE the list is read in the transaction's
+/// snapshot, which may be older than the last change: used, not kept.
+pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
     let relation = settings_relation(client)?;
     if WATCHED.get() != relation {
         if WATCHED.get() == pg_sys::InvalidOid {
@@ -233,22 +271,30 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
             };
         }
         WATCHED.set(relation);
-        INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
+        forget_list();
     }
-    // SAFETY: a lock on an object of this database, released by first_pass_done or at the
-    // transaction's end; taking it reads the invalidations that committed before.
-    unsafe {
-        pg_sys::LockDatabaseObject(
-            pg_sys::RelationRelationId,
-            relation,
-            SETTINGS_LOCK_SUBID,
+    let tag = settings_lock(relation);
+    // SAFETY: a transaction-level lock, never waited for, released by first_pass_done
+    // or at the transaction's end.
+    let got = unsafe {
+        pg_sys::LockAcquire(
+            &tag,
             pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+            false,
+            true,
         )
     };
+    let held = (got != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL).then_some(tag);
+    // SAFETY: reads the invalidations committed so far (before this lock's holder, if any,
+    // released it: all of them, when the lock was had).
+    unsafe { pg_sys::AcceptInvalidationMessages() };
     let seen = INVALIDATIONS.get();
-    if let Some(queues) = LIMITED.with_borrow(|(at, queues)| (*at == seen).then(|| queues.clone()))
-    {
-        return Ok(queues);
+    if held.is_some() {
+        if let Some(queues) =
+            LIMITED.with_borrow(|(at, queues)| (*at == seen).then(|| queues.clone()))
+        {
+            return Ok(Limited { queues, held });
+        }
     }
     let queues: Vec<String> = LIMITED_QUEUES
         .run(client, &[])?
@@ -258,25 +304,19 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
         .flatten()
         .collect();
     // SAFETY: a backend global, read on the backend's own thread.
-    if unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32 {
+    let read_committed = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
+    if held.is_some() && read_committed {
         LIMITED.set((seen, queues.clone()));
     }
-    Ok(queues)
+    Ok(Limited { queues, held })
 }
 
 /// Releases the settings lock a claim took for its first pass (`limited_queues`).
-pub fn first_pass_done(client: &SpiClient<'_>) -> Result<()> {
-    let relation = settings_relation(client)?;
-    // SAFETY: the lock limited_queues took in this transaction, released once.
-    unsafe {
-        pg_sys::UnlockDatabaseObject(
-            pg_sys::RelationRelationId,
-            relation,
-            SETTINGS_LOCK_SUBID,
-            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-        )
-    };
-    Ok(())
+pub fn first_pass_done(limited: &Limited) {
+    if let Some(tag) = &limited.held {
+        // SAFETY: the lock limited_queues took in this transaction, released once.
+        unsafe { pg_sys::LockRelease(tag, pg_sys::AccessShareLock as pg_sys::LOCKMODE, false) };
+    }
 }
 
 /// After a change of a queue's pause or limits: every backend's list is invalidated at
@@ -286,23 +326,28 @@ fn settings_changed(client: &SpiClient<'_>) -> Result<()> {
     let relation = settings_relation(client)?;
     // SAFETY: queues an invalidation of a relation that exists, sent at the commit.
     unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relation) };
+    // Here at once (the invalidation reaches this backend at its next command), and
+    // again at an abort (the list may have been read with the change in it).
+    forget_list();
+    register_xact_callback(PgXactCallbackEvent::Abort, forget_list);
     register_xact_callback(PgXactCallbackEvent::PreCommit, move || {
-        // SAFETY: as limited_queues' lock, in the exclusive mode, until the commit ends.
+        let tag = settings_lock(relation);
+        // SAFETY: the lock above in the exclusive mode, waited for, until the commit ends.
         unsafe {
-            pg_sys::LockDatabaseObject(
-                pg_sys::RelationRelationId,
-                relation,
-                SETTINGS_LOCK_SUBID,
+            pg_sys::LockAcquire(
+                &tag,
                 pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
+                false,
+                false,
             )
-        }
+        };
     });
     register_xact_callback(PgXactCallbackEvent::PrePrepare, || {
         ereport!(
             PgLogLevel::ERROR,
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             "sendjobs: a transaction that changed a queue's pause or limits cannot be prepared",
-            "Change them in a transaction of its own (sendjobs_pause, sendjobs_resume, sendjobs_limit)."
+            "Its change would reach the other sessions' lists of limited queues at COMMIT PREPARED, unordered with their claims."
         );
     });
     Ok(())
@@ -348,6 +393,11 @@ pub fn allowance(
     };
     let rows = statement.run(client, &[queue.into()])?;
     let Some(row) = rows.into_iter().next() else {
+        if matches!(lock, Lock::Wait) {
+            // The list named a queue whose row is gone: deleted other than through the
+            // functions (which send the invalidation). The next claim reads it again.
+            forget_list();
+        }
         return Ok(None);
     };
     if row.get_by_name::<bool, _>("paused")? == Some(true) {

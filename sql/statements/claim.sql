@@ -12,14 +12,16 @@
 -- which queues have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the
 -- list, current under the settings lock). Without any where it claims from, it runs
 -- any_queue or one_queue, whose scans and plans are what they were before flow control.
--- Otherwise other_queues ($4 NULL), from every queue but those in $5, planned for the
--- values (a generic plan would guess the share of rows "queue <> ALL ($5)" keeps, and
--- with one queue in the table guessed none: it sorted the whole backlog); and
--- limited_queue, from queue $4, whose settings row the caller holds locked and whose
--- allowance it passes as $2 (src/flow.rs). And ordered jobs (a job with an ordering
--- key): any_queue, one_queue and other_queues leave them to the variant keyed, run after
--- a lock that makes such claims take turns (src/claim.rs); limited_queue takes them
--- itself, under its queue's lock. $5 is unused by any_queue and one_queue.
+-- Otherwise other_queues (from every queue, or queue $4, but those in $5; also when a
+-- change of the settings is committing and the list may be stale: its rows are checked
+-- against the settings in its own snapshot), planned for the values (a generic plan
+-- would guess the share of rows "queue <> ALL ($5)" keeps, and with one queue in the
+-- table guessed none: it sorted the whole backlog); and limited_queue, from queue $4,
+-- whose settings row the caller holds locked and whose allowance it passes as $2
+-- (src/flow.rs). And ordered jobs (a job with an ordering key): any_queue, one_queue and
+-- other_queues leave them to the variant keyed, run after a lock that makes such claims
+-- take turns (src/claim.rs); limited_queue takes them itself, under its queue's lock. $5
+-- is unused by any_queue and one_queue.
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -59,7 +61,7 @@ pending AS MATERIALIZED (
        AND queue = $4
        AND job.ordering_key IS NULL
 --- variant other_queues
-       AND $4::text IS NULL
+       AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL ($5)
        AND job.ordering_key IS NULL
 --- variant keyed
@@ -101,7 +103,7 @@ expired AS MATERIALIZED (
 --- variant one_queue
        AND queue = $4
 --- variant other_queues
-       AND $4::text IS NULL
+       AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL ($5)
        -- and none that has flow control since $5 was read (it has its lock to take)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
@@ -162,7 +164,7 @@ UNION ALL
 SELECT NULL, true, id, transaction_id, claim_order, false FROM gave_up
 -- The last row says what this pass left to another: pending ordered jobs (keyed: one
 -- probe of send_jobs_pending_keyed_idx).
---- variant any_queue, other_queues
+--- variant any_queue
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
@@ -172,5 +174,11 @@ UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
+--- variant other_queues
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, true
+ WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL
+                  AND ($4::text IS NULL OR k.queue = $4))
 --- end
 ORDER BY claim_order, id

@@ -251,4 +251,47 @@ mod tests {
             assert!(uses(index), "the stats do not use {index}: {plan}");
         }
     }
+
+    /// The first pass of a claim that could not have the settings lock (a change was
+    /// committing: src/flow.rs) is other_queues from the claim's queue, with a list of
+    /// limited queues that may be stale. It takes nothing from a queue that has flow
+    /// control in its own snapshot (here one that the list, empty, leaves out), takes from
+    /// the others, and reads the queue's index: a bounded number of entries.
+    #[pg_test]
+    fn the_first_pass_without_the_settings_lock_checks_each_row() {
+        run("SELECT sendjobs_enqueue('{}', v.q) FROM generate_series(1, 3000), (VALUES ('a'), ('b')) AS v(q)");
+        run("ANALYZE send_jobs");
+        run("INSERT INTO sendjobs_queues (queue, paused) VALUES ('a', true)");
+        let sql = crate::claim::CLAIM_OTHER_QUEUES
+            .text()
+            .replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE claim_from(timestamptz, int8, interval, text, text[]) AS {sql}"
+        ));
+        run("SET LOCAL plan_cache_mode = force_custom_plan");
+        for (queue, returned) in [("a", 0), ("b", 10)] {
+            let explain = one::<pgrx::Json>(&format!(
+                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_from(clock_timestamp(), 10, '1 minute', '{queue}', '{{}}')"
+            ));
+            let plan = &explain.0[0]["Plan"];
+            assert_eq!(
+                plan["Actual Rows"].as_i64(),
+                Some(returned),
+                "queue {queue}: {plan}"
+            );
+            let read = index_rows_read(plan);
+            assert!(
+                read <= 20,
+                "queue {queue}: the claim read {read} index entries: {plan}"
+            );
+        }
+        assert_eq!(
+            one::<i64>("SELECT count(*) FROM send_jobs WHERE status = 'in_flight' AND queue = 'a'"),
+            0
+        );
+        assert_eq!(
+            one::<i64>("SELECT count(*) FROM send_jobs WHERE status = 'in_flight' AND queue = 'b'"),
+            10
+        );
+    }
 }
