@@ -20,8 +20,9 @@ use crate::wakeup;
 // under a generic plan (sql/statements/claim.sql).
 pub(crate) static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
 static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
-// Every queue but those with flow control; one queue with flow control, its settings
-// locked by this claim (src/flow.rs).
+// Every queue (or the queue named) but those with flow control, each row checked
+// against the settings (also the first pass when the list of limited queues may be
+// stale: src/flow.rs); one queue with flow control, its settings locked by this claim.
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
 // Ordered jobs, after the turn of such claims (keyed_turn.sql).

@@ -4,8 +4,8 @@
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up, finished as failed with its event (invariant 8: its worker died, or its
 -- finalize could never apply, on every attempt); it moves to send_jobs_finished. Such rows
--- come back with gave_up (and no job), and src/claim.rs stamps their business rows and
--- claims again for the places they took.
+-- come back with gave_up (and no job), and src/claim.rs claims again for the places they
+-- took, then stamps their business rows.
 -- Variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
 -- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
 -- Flow control (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows
@@ -64,12 +64,16 @@ pending AS MATERIALIZED (
        AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL ($5)
        AND job.ordering_key IS NULL
+       -- one test, before the scan, of the queue named (the list may be stale: src/flow.rs)
+       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS named
+                        WHERE named.queue = $4
+                          AND (named.paused OR named.max_in_flight IS NOT NULL OR named.rate IS NOT NULL))
 --- variant keyed
        AND job.ordering_key IS NOT NULL
        AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL (coalesce($5, '{}'))
 --- variant other_queues, keyed
-       -- and none that has flow control since $5 was read (it has its lock to take)
+       -- and none that has flow control since $5 was read (its lock is another pass's)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
                         WHERE settings.queue = job.queue
                           AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
@@ -105,7 +109,10 @@ expired AS MATERIALIZED (
 --- variant other_queues
        AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL ($5)
-       -- and none that has flow control since $5 was read (it has its lock to take)
+       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS named
+                        WHERE named.queue = $4
+                          AND (named.paused OR named.max_in_flight IS NOT NULL OR named.rate IS NOT NULL))
+       -- and none that has flow control since $5 was read (its lock is another pass's)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
                         WHERE settings.queue = job.queue
                           AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
