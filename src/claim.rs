@@ -64,23 +64,28 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
         // in name order, skipping one that another claim holds (so two such claims never
         // wait on each other).
         let limited = flow::limited_queues(client)?;
+        // The first pass's variant, and its $5 (read by other_queues alone).
         let first = match queue {
             Some(queue) if limited.queues.iter().any(|q| q == queue) => None,
-            Some(_) if limited.exact() => Some((&CLAIM_ONE_QUEUE, Planning::Generic)),
+            Some(_) if limited.exact() => Some((&CLAIM_ONE_QUEUE, None, Planning::Generic)),
             None if limited.exact() && limited.queues.is_empty() => {
-                Some((&CLAIM_ANY_QUEUE, Planning::Generic))
+                Some((&CLAIM_ANY_QUEUE, None, Planning::Generic))
             }
             // A list of limited queues that may have changed (limited_queues says when):
             // every row the pass takes is checked against the settings in its snapshot.
-            _ => Some((&CLAIM_OTHER_QUEUES, Planning::ForTheValues)),
+            _ => Some((
+                &CLAIM_OTHER_QUEUES,
+                Some(limited.queues.clone()),
+                Planning::ForTheValues,
+            )),
         };
         let mut gave_up = Vec::new();
         let keyed = match first {
-            Some((claim, planning)) => {
+            Some((claim, other_than, planning)) => {
                 let round = Round {
                     claim,
                     queue,
-                    other_than: Some(limited.queues.clone()),
+                    other_than,
                     planning,
                 };
                 claim_rounds(
@@ -174,9 +179,7 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
 /// gave 2 jobs in flight: flow.sql), so such a claim is refused there.
 /// `what` names the claim in the error only (no allocation on the hot path).
 fn in_read_committed(what: impl FnOnce() -> String) -> Result<()> {
-    // SAFETY: a backend global, read on the backend's own thread.
-    let level = unsafe { pg_sys::XactIsoLevel };
-    if level >= pg_sys::XACT_REPEATABLE_READ as i32 {
+    if !flow::read_committed() {
         return Err(SendJobsError::TurnNeedsReadCommitted(what()));
     }
     Ok(())

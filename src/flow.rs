@@ -303,12 +303,17 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
         .into_iter()
         .flatten()
         .collect();
-    // SAFETY: a backend global, read on the backend's own thread.
-    let read_committed = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
-    if held.is_some() && read_committed {
+    if held.is_some() && read_committed() {
         LIMITED.set((seen, queues.clone()));
     }
     Ok(Limited { queues, held })
+}
+
+/// Whether the transaction takes a new snapshot for each statement (READ COMMITTED), not
+/// one for all (REPEATABLE READ, SERIALIZABLE).
+pub fn read_committed() -> bool {
+    // SAFETY: a backend global, read on the backend's own thread.
+    unsafe { pg_sys::XactIsoLevel < pg_sys::XACT_REPEATABLE_READ as i32 }
 }
 
 /// Releases the settings lock a claim took for its first pass (`limited_queues`).

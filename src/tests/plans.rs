@@ -16,6 +16,18 @@ mod tests {
             .map_or(0, |rows| rows.round() as i64)
     }
 
+    /// Prepares the claim's other_queues variant as `name`, planned for the values of each
+    /// EXECUTE, as src/claim.rs runs it.
+    fn prepare_other_queues(name: &str) {
+        let sql = crate::claim::CLAIM_OTHER_QUEUES
+            .text()
+            .replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE {name}(timestamptz, int8, interval, text, text[]) AS {sql}"
+        ));
+        run("SET LOCAL plan_cache_mode = force_custom_plan");
+    }
+
     /// Rows an index scan node (and its children) returned, summed over the plan.
     fn index_rows_read(plan: &serde_json::Value) -> i64 {
         let own = match plan["Node Type"].as_str() {
@@ -66,13 +78,7 @@ mod tests {
         // With flow control on another queue, a claim from any queue takes from the
         // others with its variant planned for the values (src/claim.rs): the same bound.
         run("INSERT INTO sendjobs_queues (queue, paused) VALUES ('partner', true)");
-        let others_sql = crate::claim::CLAIM_OTHER_QUEUES
-            .text()
-            .replace("@extschema@", "public");
-        run(&format!(
-            "PREPARE claim_others(timestamptz, int8, interval, text, text[]) AS {others_sql}"
-        ));
-        run("SET LOCAL plan_cache_mode = force_custom_plan");
+        prepare_other_queues("claim_others");
         let explain = one::<pgrx::Json>(
             "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_others(clock_timestamp(), 10, '1 minute', NULL, ARRAY['partner'])",
         );
@@ -270,13 +276,7 @@ mod tests {
         run("SELECT sendjobs_enqueue('{}', v.q) FROM generate_series(1, 3000), (VALUES ('a'), ('b')) AS v(q)");
         run("ANALYZE send_jobs");
         run("INSERT INTO sendjobs_queues (queue, paused) VALUES ('a', true)");
-        let sql = crate::claim::CLAIM_OTHER_QUEUES
-            .text()
-            .replace("@extschema@", "public");
-        run(&format!(
-            "PREPARE claim_from(timestamptz, int8, interval, text, text[]) AS {sql}"
-        ));
-        run("SET LOCAL plan_cache_mode = force_custom_plan");
+        prepare_other_queues("claim_from");
         for (queue, returned) in [("a", 0), ("b", 10)] {
             let explain = one::<pgrx::Json>(&format!(
                 "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_from(clock_timestamp(), 10, '1 minute', '{queue}', '{{}}')"
