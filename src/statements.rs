@@ -93,6 +93,19 @@ impl Statement {
         );
     }
 
+    /// The 1-based position of result column `name`, as the file declares it: for loops
+    /// over many rows, which would otherwise look each column up by name on every row.
+    /// Panics on a name the file does not declare (src/tests/statements.rs checks the
+    /// declarations against the statements).
+    pub fn ordinal(&self, name: &str) -> usize {
+        1 + self
+            .parsed
+            .columns
+            .iter()
+            .position(|column| column == name)
+            .unwrap_or_else(|| panic!("no result column {name:?} is declared"))
+    }
+
     /// Runs the statement on the queue tables, as the extension's owner, with a kept
     /// generic plan (`spi_plans::within` says why).
     pub fn run<'conn>(

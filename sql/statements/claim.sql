@@ -1,11 +1,15 @@
 --- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
---- columns: job, gave_up, id, transaction_id, claim_order, keyed
+--- columns: job, gave_up, id, claim_order, keyed
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
--- gives up, finished as failed with its event (invariant 8: its worker died, or its
--- finalize could never apply, on every attempt); it moves to send_jobs_finished. Such rows
--- come back with gave_up (and no job), and src/claim.rs claims again for the places they
--- took, then stamps their business rows.
+-- gives up (invariant 8: its worker died, or its finalize could never apply, on every
+-- attempt). Such rows stay locked and come back with gave_up (and no job); src/claim.rs
+-- finishes them as failed (give_up.sql, under these row locks), claims again for the
+-- places they took, then stamps their business rows. Giving up is rare, and a statement
+-- that could also move rows to send_jobs_finished paid, on every claim, to set up that
+-- DELETE and INSERT (its two table writes, the finished table's five indexes and its
+-- CHECKs): a fifth of a claim of one job's instructions (callgrind; BENCHMARKS.md,
+-- "Instructions per job").
 -- Variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
 -- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
 -- Flow control (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows
@@ -143,49 +147,27 @@ claimed AS (
            claim_generation = job.claim_generation + 1
       FROM picked
      WHERE job.id = picked.id AND NOT picked.gave_up
- RETURNING job, picked.claim_order, job.id, job.transaction_id
-),
--- The jobs that gave up leave send_jobs for send_jobs_finished, failed (sql/schema.sql).
-leaving AS (
-    DELETE FROM ONLY @extschema@.send_jobs AS job
-     USING picked
-     WHERE job.id = picked.id AND picked.gave_up
- RETURNING job.*
-),
-gave_up AS (
-    -- The finished row is its event too (sql/schema.sql, send_job_events).
-    INSERT INTO @extschema@.send_jobs_finished
-           (id, queue, payload, transaction_id, idempotency_key, status, attempts,
-            max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
-            last_error, created_at, finished_at, redrive_of, ordering_key, priority)
-    SELECT id, queue, payload, transaction_id, idempotency_key, 'failed', attempts,
-           max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
-           pg_catalog.concat('sendjobs: gave up: the lease of attempt ', attempts,
-               ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
-           created_at, $1, redrive_of, ordering_key, priority
-      FROM leaving
- RETURNING id, transaction_id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
+ RETURNING job, picked.claim_order, job.id
 )
-SELECT job, false AS gave_up, id, transaction_id, claim_order, false AS keyed FROM claimed
+SELECT job, false AS gave_up, id, claim_order, false AS keyed FROM claimed
 UNION ALL
-SELECT NULL, true, id, transaction_id, claim_order, false FROM gave_up
+SELECT NULL, true, id, claim_order, false FROM picked WHERE gave_up
 -- The last row says what this pass left to another: pending ordered jobs (keyed: one
 -- probe of send_jobs_pending_keyed_idx).
 --- variant any_queue
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true
+SELECT NULL, NULL, NULL, NULL, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
 --- variant one_queue
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true
+SELECT NULL, NULL, NULL, NULL, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
 --- variant other_queues
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, true
+SELECT NULL, NULL, NULL, NULL, true
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL
                   AND ($4::text IS NULL OR k.queue = $4))
 --- end
-ORDER BY claim_order, id

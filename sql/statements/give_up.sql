@@ -1,0 +1,24 @@
+--- params: ids int8[], now timestamptz
+--- columns: id, transaction_id
+-- The jobs a claim found under an expired lease with every attempt used (claim.sql,
+-- gave_up), still locked by that claim's statement: each finishes as failed, with its
+-- event (the finished row: sql/schema.sql, send_job_events), and moves to
+-- send_jobs_finished. The fence repeats what the claim saw, which its row locks kept
+-- true.
+WITH leaving AS (
+    DELETE FROM ONLY @extschema@.send_jobs AS job
+     WHERE job.id = ANY ($1) AND job.status = 'in_flight'
+       AND job.lease_expires_at <= $2 AND job.attempts >= job.max_attempts
+ RETURNING job.*
+)
+INSERT INTO @extschema@.send_jobs_finished
+       (id, queue, payload, transaction_id, idempotency_key, status, attempts,
+        max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
+        last_error, created_at, finished_at, redrive_of, ordering_key, priority)
+SELECT id, queue, payload, transaction_id, idempotency_key, 'failed', attempts,
+       max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
+       pg_catalog.concat('sendjobs: gave up: the lease of attempt ', attempts,
+           ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
+       created_at, $2, redrive_of, ordering_key, priority
+  FROM leaving
+RETURNING id, transaction_id
