@@ -9,13 +9,17 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{distinct_id, finite, or_raise, required, Result, SendJobsError};
 use crate::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
+use crate::flow;
 use crate::stamp::{stamp_each, Stamp};
 use crate::statements::{statement, Statement};
 use crate::wakeup;
 
-// A batch of one (every sendjobs_finalize) skips the unnest, join and sort.
+// A batch of one (every sendjobs_finalize) skips the unnest, join and sort; the terminal
+// statement moves jobs to send_jobs_finished, the retry statement puts them back.
 pub(crate) static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
 pub(crate) static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
+pub(crate) static FINALIZE_BATCH_RETRY: Statement = statement!("finalize.sql", "batch_retry");
+pub(crate) static FINALIZE_ONE_RETRY: Statement = statement!("finalize.sql", "one_retry");
 static FINALIZE_UNAPPLIED: Statement = statement!("finalize_unapplied.sql");
 static HEARTBEAT: Statement = statement!("heartbeat.sql");
 static HEARTBEAT_QUEUE_LOCK: Statement = statement!("heartbeat_queue_lock.sql");
@@ -103,6 +107,7 @@ fn sendjobs_finalize_batch(
 }
 
 /// What a finalize did to one claim (docs/decisions/0012-answers-that-say-what-happened.md).
+#[derive(Clone)]
 struct Answer {
     id: i64,
     /// It applied now, or had applied before (`repeated`).
@@ -177,66 +182,42 @@ fn finalize(
     if claims.is_empty() {
         return Ok(Vec::new());
     }
-    let (ids, generations): (Vec<i64>, Vec<i64>) = claims.iter().copied().unzip();
     let now = wall_clock();
+    let pass = Pass {
+        outcome,
+        now,
+        retry_at,
+        error,
+    };
 
     Spi::connect_mut(|client| {
-        let finalize = if claims.len() == 1 {
-            &FINALIZE_ONE
-        } else {
-            &FINALIZE_BATCH
-        };
-        let rows = finalize.run(
-            client,
-            &[
-                ids.into(),
-                generations.into(),
-                outcome.as_str().into(),
-                now.into(),
-                retry_at.into(),
-                f64::from(config::retry_backoff_base_ms()).into(),
-                f64::from(config::retry_backoff_max_ms()).into(),
-                error.into(),
-            ],
-        )?;
         // One slot per claim, in input order; None for a claim that did not apply.
-        let mut answers: Vec<Option<Answer>> = Vec::with_capacity(rows.len());
-        let mut unapplied = Vec::new();
-        let mut to_stamp = Vec::new();
-        // Whether the outbox has consumers to wake, once a claim finished its job (the
-        // statement says it on every row).
-        let mut readers = None;
-        // The capped queues a job of this call left in flight in (a place came free).
-        let mut freed = Vec::new();
-        for (row, &(id, generation)) in rows.into_iter().zip(claims) {
-            let Some(status) = row.get_by_name::<String, _>("status")? else {
-                unapplied.push((id, generation));
-                answers.push(None);
-                continue;
-            };
-            if let Some(queue) = row.get_by_name::<String, _>("capped_queue")? {
-                if !freed.contains(&queue) {
-                    freed.push(queue);
-                }
-            }
-            let stamp = Stamp::of_status(&status);
-            if stamp.is_some() && readers.is_none() {
-                readers = Some(row.get_by_name::<bool, _>("readers")? == Some(true));
-            }
-            if let (Some(transaction_id), Some(stamp)) =
-                (row.get_by_name::<String, _>("transaction_id")?, stamp)
-            {
-                to_stamp.push((stamp, transaction_id));
-            }
-            let attempts = row.get_by_name::<i32, _>("attempts")?.unwrap_or_default();
-            answers.push(Some(Answer {
-                id,
-                applied: true,
-                status,
-                attempts,
-                repeated: false,
-            }));
+        let mut answers: Vec<Option<Answer>> = vec![None; claims.len()];
+        let mut finished = Finished {
+            limited: flow::known_limited_queues(client)?,
+            ..Finished::default()
+        };
+        // A retry puts the jobs with attempts left back (retried); those on their last
+        // attempt fail, by the terminal statement, run only when there are any.
+        let first = match outcome {
+            Outcome::Retry => Variant::Retry,
+            Outcome::Sent | Outcome::Failed => Variant::Terminal,
+        };
+        pass.run(client, first, claims, &mut answers, &mut finished)?;
+        if outcome == Outcome::Retry && answers.iter().any(Option::is_none) {
+            pass.run(
+                client,
+                Variant::Terminal,
+                claims,
+                &mut answers,
+                &mut finished,
+            )?;
         }
+        let unapplied: Vec<(i64, i64)> = claims
+            .iter()
+            .zip(&answers)
+            .filter_map(|(claim, answer)| answer.is_none().then_some(*claim))
+            .collect();
         let mut looked_up = unapplied_answers(client, &unapplied, outcome)?.into_iter();
         let answers = answers
             .into_iter()
@@ -245,15 +226,116 @@ fn finalize(
             .ok_or_else(|| {
                 SendJobsError::Internal("a claim that did not apply was not looked up".into())
             })?;
-        stamp_each(client, &to_stamp)?;
-        if readers.is_some() {
-            wakeup::after_finish(client, readers)?;
+        stamp_each(client, &finished.to_stamp)?;
+        if finished.readers.is_some() {
+            wakeup::after_finish(client, finished.readers)?;
         }
-        for queue in &freed {
-            wakeup::wake_queue(client, queue)?;
+        for queue in &finished.freed {
+            wakeup::wake_when_freed(client, queue)?;
         }
         Ok(answers)
     })
+}
+
+/// Which statement of finalize.sql a pass runs.
+#[derive(Clone, Copy)]
+enum Variant {
+    /// Jobs move to send_jobs_finished: sent, failed, or a retry on its last attempt.
+    Terminal,
+    /// A retry with attempts left: the job is pending again.
+    Retry,
+}
+
+/// What one finalize call passes to each of its statements.
+struct Pass<'a> {
+    outcome: Outcome,
+    now: TimestampWithTimeZone,
+    retry_at: Option<TimestampWithTimeZone>,
+    error: Option<&'a str>,
+}
+
+/// What the applied claims of a call leave to do after its statements.
+#[derive(Default)]
+struct Finished {
+    /// The business rows to stamp.
+    to_stamp: Vec<(Stamp, String)>,
+    /// Whether the outbox has consumers to wake, once a claim finished its job (the
+    /// statement says it on every row).
+    readers: Option<bool>,
+    /// The queues with flow control (mostly none), and those of them a job of this call
+    /// left in flight in (a place came free).
+    limited: Vec<String>,
+    freed: Vec<String>,
+}
+
+impl Pass<'_> {
+    /// Runs `variant` for the claims whose answer is still None, and fills in the answers
+    /// of those it applied.
+    fn run(
+        &self,
+        client: &SpiClient<'_>,
+        variant: Variant,
+        claims: &[(i64, i64)],
+        answers: &mut [Option<Answer>],
+        finished: &mut Finished,
+    ) -> Result<()> {
+        let slots: Vec<usize> = (0..claims.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        let (ids, generations): (Vec<i64>, Vec<i64>) = slots.iter().map(|&i| claims[i]).unzip();
+        let statement = match (variant, slots.len() == 1) {
+            (Variant::Terminal, true) => &FINALIZE_ONE,
+            (Variant::Terminal, false) => &FINALIZE_BATCH,
+            (Variant::Retry, true) => &FINALIZE_ONE_RETRY,
+            (Variant::Retry, false) => &FINALIZE_BATCH_RETRY,
+        };
+        let rows = statement.run(
+            client,
+            &[
+                ids.into(),
+                generations.into(),
+                self.outcome.as_str().into(),
+                self.now.into(),
+                self.retry_at.into(),
+                f64::from(config::retry_backoff_base_ms()).into(),
+                f64::from(config::retry_backoff_max_ms()).into(),
+                self.error.into(),
+            ],
+        )?;
+        let [status_column, attempts_column, transaction_column, readers_column, queue_column] =
+            ["status", "attempts", "transaction_id", "readers", "queue"]
+                .map(|column| statement.ordinal(column));
+        for (row, slot) in rows.into_iter().zip(slots) {
+            let Some(status) = row.get::<String>(status_column)? else {
+                continue;
+            };
+            if !finished.limited.is_empty() {
+                if let Some(queue) = row.get::<String>(queue_column)? {
+                    if finished.limited.contains(&queue) && !finished.freed.contains(&queue) {
+                        finished.freed.push(queue);
+                    }
+                }
+            }
+            let stamp = Stamp::of_status(&status);
+            if stamp.is_some() && finished.readers.is_none() {
+                finished.readers = Some(row.get::<bool>(readers_column)? == Some(true));
+            }
+            if let (Some(transaction_id), Some(stamp)) =
+                (row.get::<String>(transaction_column)?, stamp)
+            {
+                finished.to_stamp.push((stamp, transaction_id));
+            }
+            let attempts = row.get::<i32>(attempts_column)?.unwrap_or_default();
+            answers[slot] = Some(Answer {
+                id: claims[slot].0,
+                applied: true,
+                status,
+                attempts,
+                repeated: false,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The answers of the claims whose finish did not apply, in their order: a repeat of an

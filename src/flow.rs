@@ -259,20 +259,7 @@ impl Limited {
 /// it holds. Under REPEATABLE READ and SERIALIZABLE the list is read in the transaction's
 /// snapshot, which may be older than the last change: used, not kept.
 pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
-    let relation = settings_relation(client)?;
-    if WATCHED.get() != relation {
-        if WATCHED.get() == pg_sys::InvalidOid {
-            // SAFETY: registered once per backend, for its life (the callback is static).
-            unsafe {
-                pg_sys::CacheRegisterRelcacheCallback(
-                    Some(settings_invalidated),
-                    pg_sys::Datum::from(0),
-                )
-            };
-        }
-        WATCHED.set(relation);
-        forget_list();
-    }
+    let relation = watch(client)?;
     let tag = settings_lock(relation);
     // SAFETY: a transaction-level lock, never waited for, released by first_pass_done
     // or at the transaction's end.
@@ -296,17 +283,65 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
             return Ok(Limited { queues, held });
         }
     }
-    let queues: Vec<String> = LIMITED_QUEUES
+    let queues = read_list(client)?;
+    if held.is_some() && read_committed() {
+        LIMITED.set((seen, queues.clone()));
+    }
+    Ok(Limited { queues, held })
+}
+
+/// The queues with flow control as this backend knows them now, for a finish's wake-up of
+/// a capped queue (src/finalize.rs): the kept list, read again after a change reached this
+/// backend; no settings lock, so a change committing at this moment may be missed (a
+/// wake-up less: the workers wait for their lease's end or their poll). A list read here
+/// is kept for the claims too: every change that was visible to its read is in it, and
+/// one that was not yet sends its invalidation after, which makes the next claim read it
+/// again.
+pub fn known_limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
+    watch(client)?;
+    // SAFETY: reads the invalidations committed so far.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    let seen = INVALIDATIONS.get();
+    if let Some(queues) = LIMITED.with_borrow(|(at, queues)| (*at == seen).then(|| queues.clone()))
+    {
+        return Ok(queues);
+    }
+    let queues = read_list(client)?;
+    if read_committed() {
+        LIMITED.set((seen, queues.clone()));
+    }
+    Ok(queues)
+}
+
+/// Registers the invalidation callback for sendjobs_queues (once per backend, and again
+/// for a new extension's table).
+fn watch(client: &SpiClient<'_>) -> Result<pg_sys::Oid> {
+    let relation = settings_relation(client)?;
+    if WATCHED.get() != relation {
+        if WATCHED.get() == pg_sys::InvalidOid {
+            // SAFETY: registered once per backend, for its life (the callback is static).
+            unsafe {
+                pg_sys::CacheRegisterRelcacheCallback(
+                    Some(settings_invalidated),
+                    pg_sys::Datum::from(0),
+                )
+            };
+        }
+        WATCHED.set(relation);
+        forget_list();
+    }
+    Ok(relation)
+}
+
+/// The queues with flow control, as sendjobs_queues says in this statement's snapshot.
+fn read_list(client: &SpiClient<'_>) -> Result<Vec<String>> {
+    Ok(LIMITED_QUEUES
         .run(client, &[])?
         .map(|row| row.get_by_name::<String, _>("queue"))
         .collect::<std::result::Result<Vec<_>, _>>()?
         .into_iter()
         .flatten()
-        .collect();
-    if held.is_some() && read_committed() {
-        LIMITED.set((seen, queues.clone()));
-    }
-    Ok(Limited { queues, held })
+        .collect())
 }
 
 /// Whether the transaction takes a new snapshot for each statement (READ COMMITTED), not

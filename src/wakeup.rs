@@ -19,6 +19,7 @@ static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
 static WAKEUP: Statement = statement!("wakeup.sql");
 static READERS_EXIST: Statement = statement!("readers_exist.sql");
 static WAKEUP_READERS: Statement = statement!("wakeup_readers.sql");
+static QUEUE_WAKES_WHEN_FREED: Statement = statement!("queue_wakes_when_freed.sql");
 
 /// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
 /// queue sends, at commit, one `NOTIFY sendjobs_wakeup` with the queue's name as payload,
@@ -104,6 +105,19 @@ pub fn wake_queue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
     }
     WAKEUP.run(client, &[queue.into()])?;
     decided(|d| d.queues.insert(queue.to_owned(), true));
+    Ok(())
+}
+
+/// After a job in flight in `queue` finished or was cancelled (a place came free): wakes
+/// its workers at commit when the queue has a cap and wake-ups on.
+pub fn wake_when_freed(client: &SpiClient<'_>, queue: &str) -> Result<()> {
+    if decided(|d| d.queues.get(queue).copied()) == Some(true) {
+        return Ok(());
+    }
+    let wake = first::<bool>(QUEUE_WAKES_WHEN_FREED.run(client, &[queue.into()])?, "wake")?;
+    if wake == Some(true) {
+        wake_queue(client, queue)?;
+    }
     Ok(())
 }
 

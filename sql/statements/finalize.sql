@@ -1,51 +1,54 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
---- columns: id, status, attempts, transaction_id, readers, capped_queue
+--- columns: id, status, attempts, transaction_id, readers, queue
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
 -- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and per claim what
 -- the caller and the business-row stamp need. A terminal result's row in
 -- send_jobs_finished is its event (sql/schema.sql, send_job_events).
--- Two variants: batch (the claims unnested, joined to the table, results in input
--- order) and one (a batch of one, every sendjobs_finalize: the same statement without
--- the unnest, the join and the sort, which cost about as much as the finish itself for
--- a single row).
--- A retry with attempts left stays in send_jobs, pending again (retried); any other
--- result is terminal and moves the job to send_jobs_finished (leaving, finished;
--- sql/schema.sql says why). A retry past max_attempts becomes 'failed'. The two
--- predicates cannot both hold for a row, and the one that does not apply to $3 is a
--- one-time filter of its branch. The backoff is base * 2^(attempts - 1) capped at max,
+-- Variants: batch (the claims unnested, joined to the table, results in input order)
+-- and one (a batch of one, every sendjobs_finalize: the same statement without the
+-- unnest, the join and the sort, which cost about as much as the finish itself for a
+-- single row); each terminal (the job moves to send_jobs_finished, sql/schema.sql says
+-- why) and, as batch_retry and one_retry, a retry with attempts left (the job stays in
+-- send_jobs, pending again). A retry runs the retry variant,
+-- then the terminal one with $3 'retry' for the claims it did not apply: a retry on its
+-- last attempt becomes 'failed' there (src/finalize.rs). One statement with both
+-- branches set both up on every run, taken or not (a DELETE, an INSERT and the finished
+-- table's indexes; an UPDATE and send_jobs' eight indexes), which cost a finalize of one
+-- job a tenth to a fifth of its instructions (callgrind; BENCHMARKS.md, "Instructions
+-- per job"). The backoff is base * 2^(attempts - 1) capped at max,
 -- computed in milliseconds (no interval overflow). A claim that did not apply has a
 -- NULL status here; what its job is, and whether it was already finalized so, is looked
 -- up afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
 -- records the outcome that finished it ("outcome": how a repeat is recognised).
--- "readers": whether the outbox has consumers that asked to be woken (src/wakeup.rs); "capped_queue": the
--- job's queue when it has a cap on its jobs in flight and wake-ups on (sendjobs_notify),
--- whose workers a finish wakes (a place came free:
--- docs/decisions/0013-flow-control-in-the-claim.md). Those queues are read once per
--- statement (a hashed subplan of the few rows of sendjobs_queues).
+-- "readers": whether the outbox has consumers that asked to be woken (src/wakeup.rs);
+-- "queue": the job's, whose workers a finish wakes when it has a cap on its jobs in flight
+-- and wake-ups on (a place came free: docs/decisions/0013-flow-control-in-the-claim.md),
+-- which src/finalize.rs asks only of the queues with flow control.
 WITH
---- variant batch
+--- variant batch, batch_retry
 claim AS (
     SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
                   WITH ORDINALITY AS c(id, generation, ord)
 ),
---- end
-retried AS (
+--- variant batch_retry, one_retry
+done AS (
     UPDATE ONLY @extschema@.send_jobs AS job
        SET status = 'pending',
            next_attempt_at = coalesce($5, $4 + pg_catalog.make_interval(secs =>
                least($7, $6 * pg_catalog.power(2::float8, least(job.attempts - 1, 40))) / 1000.0)),
            lease_expires_at = NULL,
            last_error = coalesce($8, job.last_error)
---- variant batch
+--- variant batch_retry
       FROM claim
      WHERE job.id = claim.id AND job.status = 'in_flight' AND job.claim_generation = claim.generation
---- variant one
+--- variant one_retry
      WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
        AND job.claim_generation = ($2::int8[])[1]
---- end
-       AND $3 = 'retry' AND job.attempts < job.max_attempts
+--- variant batch_retry, one_retry
+       AND job.attempts < job.max_attempts
  RETURNING job.id, job.status, job.attempts, job.transaction_id, job.queue
-),
+)
+--- variant batch, one
 leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs AS job
 --- variant batch
@@ -54,11 +57,11 @@ leaving AS (
 --- variant one
      WHERE job.id = ($1::int8[])[1] AND job.status = 'in_flight'
        AND job.claim_generation = ($2::int8[])[1]
---- end
+--- variant batch, one
        AND ($3 <> 'retry' OR job.attempts >= job.max_attempts)
  RETURNING job.*
 ),
-finished AS (
+done AS (
     INSERT INTO @extschema@.send_jobs_finished
            (id, queue, payload, transaction_id, idempotency_key, status, attempts,
             max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation,
@@ -69,24 +72,20 @@ finished AS (
            coalesce($8, last_error), created_at, $4, redrive_of, ordering_key, priority, $3
       FROM leaving
  RETURNING id, status, attempts, transaction_id, queue
-),
-done AS (
-    SELECT id, status, attempts, transaction_id, queue FROM retried
-    UNION ALL
-    SELECT id, status, attempts, transaction_id, queue FROM finished
 )
---- variant batch
+--- variant batch, batch_retry
 SELECT claim.id, done.status, done.attempts, done.transaction_id,
---- variant one
+--- variant one, one_retry
 SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
 --- variant batch, one
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers WHERE wake) AS readers,
-       CASE WHEN done.queue IN (SELECT capped.queue FROM @extschema@.sendjobs_queues AS capped
-                                 WHERE capped.max_in_flight IS NOT NULL AND capped.notify)
-            THEN done.queue END AS capped_queue
---- variant batch
+--- variant batch_retry, one_retry
+       NULL::boolean AS readers,
+--- end
+       done.queue
+--- variant batch, batch_retry
   FROM claim LEFT JOIN done ON done.id = claim.id
  ORDER BY claim.ord
---- variant one
+--- variant one, one_retry
   FROM (SELECT) AS one LEFT JOIN done ON true
 --- end

@@ -145,10 +145,20 @@ mod tests {
              SELECT count(*) FROM sendjobs_claim(1000, '1 hour');");
         run("SET LOCAL plan_cache_mode = force_generic_plan");
         let statements = [
-            ("batch", crate::finalize::FINALIZE_BATCH.text()),
-            ("one", crate::finalize::FINALIZE_ONE.text()),
+            ("batch", crate::finalize::FINALIZE_BATCH.text(), "sent"),
+            ("one", crate::finalize::FINALIZE_ONE.text(), "sent"),
+            (
+                "batch_retry",
+                crate::finalize::FINALIZE_BATCH_RETRY.text(),
+                "retry",
+            ),
+            (
+                "one_retry",
+                crate::finalize::FINALIZE_ONE_RETRY.text(),
+                "retry",
+            ),
         ];
-        for (name, sql) in statements {
+        for (name, sql, outcome) in statements {
             let (id, generation) = Spi::get_two::<i64, i64>(
                 "SELECT id, claim_generation FROM send_jobs WHERE status = 'in_flight' ORDER BY id LIMIT 1",
             )
@@ -158,7 +168,7 @@ mod tests {
                 "PREPARE finalize_{name}(int8[], int8[], text, timestamptz, timestamptz, float8, float8, text) AS {sql}"
             ));
             let explain = one::<pgrx::Json>(&format!(
-                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE finalize_{name}(ARRAY[{}], ARRAY[{}], 'sent',
+                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE finalize_{name}(ARRAY[{}], ARRAY[{}], '{outcome}',
                          clock_timestamp(), NULL, 1000, 1000, NULL)",
                 id.unwrap(),
                 generation.unwrap()
