@@ -53,8 +53,8 @@ COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
     'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
 -- Functions: internal helpers, not for callers.
-COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) IS
-    'Internal: the row rule of send_jobs, called by its CHECK send_jobs_state_check (a lease exactly while in_flight, finished_at exactly when terminal, counters in range). Not part of the API.';
+COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz, boolean) IS
+    'Internal: the row rule of send_jobs (live) and send_jobs_finished (not live), called by their CHECKs send_jobs_live_check and send_jobs_finished_check (a status of the row''s table, a lease exactly while in_flight, finished_at exactly when terminal, counters in range). Not part of the API.';
 COMMENT ON FUNCTION @extschema@.sendjobs_forget_dropped_link() IS
     'Internal: the event trigger sendjobs_forget_dropped_link, which removes the transaction link when its table is dropped. Not part of the API.';
 COMMENT ON FUNCTION @extschema@.sendjobs_events_are_finished_rows() IS
@@ -83,8 +83,6 @@ COMMENT ON COLUMN @extschema@.send_jobs.finished_at IS 'When the job became term
 COMMENT ON COLUMN @extschema@.send_jobs.redrive_of IS 'The failed job this one sends again (sendjobs_redrive), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs.priority IS 'Minutes of head start in the claim order: the job is claimed as if it had been due this much earlier (sendjobs_enqueue), 0 by default.';
-COMMENT ON CONSTRAINT send_jobs_state_check ON @extschema@.send_jobs IS
-    'The row rule (sendjobs_job_state_is_valid): known status, a lease and claim time exactly while in_flight, finished_at exactly when terminal, counters in range.';
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
 COMMENT ON STATISTICS @extschema@.send_jobs_claim_order_stats IS 'The claim order''s statistics (the planner reads none of a partial index''s expressions).';
 COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
@@ -94,11 +92,11 @@ COMMENT ON INDEX @extschema@.send_jobs_ordering_key_held_idx IS 'Ordered keys: a
 COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_idx IS 'Ordered jobs in claim order: the claim''s pass for them (pending jobs with a key only).';
 COMMENT ON INDEX @extschema@.send_jobs_redrive_of_idx IS 'A failed job is redriven at most once (partial: only redriven jobs have an entry).';
 COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
-    'send_jobs itself holds only unfinished jobs (pending, in_flight); a finished job is in send_jobs_finished. Not inherited.';
+    'The row rule (sendjobs_job_state_is_valid): send_jobs itself holds only unfinished jobs (pending, in_flight; a finished job is in send_jobs_finished), a lease and claim time exactly while in_flight, never finished_at, counters in range. Not inherited.';
 
 -- send_jobs_finished: its columns are send_jobs'', and say what they say there.
 COMMENT ON CONSTRAINT send_jobs_finished_check ON @extschema@.send_jobs_finished IS
-    'Only finished jobs (sent, failed, cancelled).';
+    'The row rule (sendjobs_job_state_is_valid): only finished jobs (sent, failed, cancelled), with finished_at and no lease, counters in range.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_redrive_of_idx IS 'A failed job is redriven at most once: the redrives that finished (partial).';
 COMMENT ON INDEX @extschema@.send_jobs_finished_event_xid_idx IS 'The outbox in commit order: sendjobs_read_events pages through a batch by it; sendjobs_stats finds the last 5 minutes by it.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_finished_at_idx IS 'Finished jobs by age (BRIN): what sendjobs_purge deletes.';
@@ -197,4 +195,4 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_queue_limits(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz, boolean) FROM PUBLIC;

@@ -29,6 +29,16 @@ LOCK TABLE @extschema@.send_jobs IN ACCESS EXCLUSIVE MODE;
 LOCK TABLE @extschema@.send_job_events, @extschema@.sendjobs_queues
     IN ACCESS EXCLUSIVE MODE;
 
+-- The row rule becomes one CHECK per table (sendjobs_job_state_is_valid with the table's
+-- kind as an eighth argument, src/job_state.rs): the three CHECKs go first, with the
+-- function of seven arguments. Made again, once the tables have their new columns,
+-- further down.
+ALTER TABLE @extschema@.send_jobs DROP CONSTRAINT send_jobs_state_check,
+                                  DROP CONSTRAINT send_jobs_live_check;
+ALTER TABLE @extschema@.send_jobs_finished DROP CONSTRAINT IF EXISTS send_jobs_state_check,
+                                           DROP CONSTRAINT send_jobs_finished_check;
+DROP FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz);
+
 -- Every C function of the extension, rebound to this release's library: its definition
 -- as Postgres prints it (schema-qualified, with its defaults and attributes), with the
 -- library's name replaced, run again as CREATE OR REPLACE (the function keeps its oid,
@@ -437,6 +447,35 @@ COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, ti
     'Records the outcome (sent, failed or retry) of the claim (id, generation). Returns applied when that claim is the current one of an in_flight job, or when this claim was already finalized with this outcome (a repeat, say after a lost answer: nothing changes again); else stale and changes nothing. sent/failed are terminal: the job moves to send_jobs_finished, where its row is its event (send_job_events), and the linked business row is stamped, in the caller''s transaction. retry: pending again at retry_at or after a backoff; failed once attempts reach max_attempts.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz) IS
     'sendjobs_finalize for many claims (ids[i], generations[i]) in one statement, all with one outcome, each fenced on its own. Returns one row per claim in input order: id, applied or stale, the job''s status and attempts after the call (sent, failed, or pending: retried), and repeated (the claim had already been finalized so; nothing changed).';
+-- The row rule, one CHECK per table: each validates the table's rows once (a read of
+-- send_jobs and of its history, under the update's lock).
+CREATE FUNCTION @extschema@."sendjobs_job_state_is_valid"(
+	"status" TEXT,
+	"attempts" INT,
+	"max_attempts" INT,
+	"claim_generation" bigint,
+	"claimed_at" timestamp with time zone,
+	"lease_expires_at" timestamp with time zone,
+	"finished_at" timestamp with time zone,
+	"live" bool
+) RETURNS bool
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'job_state_is_valid_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz, boolean) FROM PUBLIC;
+ALTER TABLE ONLY @extschema@.send_jobs ADD CONSTRAINT send_jobs_live_check
+    CHECK (@extschema@.sendjobs_job_state_is_valid(status, attempts, max_attempts,
+               claim_generation, claimed_at, lease_expires_at, finished_at, true)) NO INHERIT;
+ALTER TABLE @extschema@.send_jobs_finished ADD CONSTRAINT send_jobs_finished_check
+    CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['sent', 'failed', 'cancelled'])
+           AND @extschema@.sendjobs_job_state_is_valid(status, attempts, max_attempts,
+               claim_generation, claimed_at, lease_expires_at, finished_at, false));
+COMMENT ON FUNCTION @extschema@.sendjobs_job_state_is_valid(text, integer, integer, bigint, timestamptz, timestamptz, timestamptz, boolean) IS
+    'Internal: the row rule of send_jobs (live) and send_jobs_finished (not live), called by their CHECKs send_jobs_live_check and send_jobs_finished_check (a status of the row''s table, a lease exactly while in_flight, finished_at exactly when terminal, counters in range). Not part of the API.';
+COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
+    'The row rule (sendjobs_job_state_is_valid): send_jobs itself holds only unfinished jobs (pending, in_flight; a finished job is in send_jobs_finished), a lease and claim time exactly while in_flight, never finished_at, counters in range. Not inherited.';
+COMMENT ON CONSTRAINT send_jobs_finished_check ON @extschema@.send_jobs_finished IS
+    'The row rule (sendjobs_job_state_is_valid): only finished jobs (sent, failed, cancelled), with finished_at and no lease, counters in range.';
 COMMENT ON FUNCTION @extschema@.sendjobs_pause(text) IS
     'Pauses a queue: from the commit on, no claim hands out its jobs (jobs in flight finish as usual). sendjobs_resume ends it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_resume(text) IS

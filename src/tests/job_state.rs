@@ -1,4 +1,5 @@
-//! The row rule of send_jobs (src/job_state.rs), as its CHECK applies it to any writer.
+//! The row rule of send_jobs and send_jobs_finished (src/job_state.rs), as their CHECKs
+//! apply it to any writer.
 
 #[pgrx::pg_schema]
 mod tests {
@@ -29,10 +30,17 @@ mod tests {
         }
         assert_eq!(before, state_without_txn());
 
-        // The rule holds in send_jobs_finished too (inherited): a finished job without
-        // finished_at is refused there.
-        let unfinished = "INSERT INTO send_jobs_finished (payload, status) VALUES ('{}', 'sent')";
-        assert_eq!(sqlstate_of(unfinished), "23514", "{unfinished}");
+        // The rule holds in send_jobs_finished too (its own CHECK): a finished job without
+        // finished_at, or with a lease, and an unfinished job are refused there.
+        for refused in [
+            "INSERT INTO send_jobs_finished (payload, status) VALUES ('{}', 'sent')",
+            "INSERT INTO send_jobs_finished (payload, status, finished_at, claimed_at, lease_expires_at) \
+             VALUES ('{}', 'sent', now(), now(), now())",
+            "INSERT INTO send_jobs_finished (payload, status, finished_at) VALUES ('{}', 'pending', now())",
+            "INSERT INTO send_jobs_finished (payload, status, finished_at) VALUES ('{}', 'bogus', now())",
+        ] {
+            assert_eq!(sqlstate_of(refused), "23514", "{refused}");
+        }
 
         // Rows that agree with their status are accepted, whoever writes them: in
         // send_jobs an unfinished one, in send_jobs_finished a finished one.
