@@ -74,6 +74,12 @@ mod tests {
                 !any_sort(plan),
                 "{mode}: the claim sorted the backlog: {plan}"
             );
+            // The claimed rows are found again by their place (a TID scan), not by a
+            // scan of the table.
+            assert!(
+                !any_seq_scan(plan) && plan.to_string().contains("\"Node Type\":\"Tid Scan\""),
+                "{mode}: the claim's update does not find its rows by their place: {plan}"
+            );
         }
         // With flow control on another queue, a claim from any queue takes from the
         // others with its variant planned for the values (src/claim.rs): the same bound.
