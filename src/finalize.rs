@@ -302,12 +302,27 @@ impl Pass<'_> {
                 self.error.into(),
             ],
         )?;
-        let [status_column, attempts_column, transaction_column, readers_column, queue_column] =
-            ["status", "attempts", "transaction_id", "readers", "queue"]
-                .map(|column| statement.ordinal(column));
-        for (row, slot) in rows.into_iter().zip(slots) {
-            let Some(status) = row.get::<String>(status_column)? else {
-                continue;
+        let [id_column, status_column, attempts_column, transaction_column, readers_column, queue_column] =
+            [
+                "id",
+                "status",
+                "attempts",
+                "transaction_id",
+                "readers",
+                "queue",
+            ]
+            .map(|column| statement.ordinal(column));
+        // A row for each claim it applied, in no particular order: each to its claim's
+        // slot (the ids of a call are distinct).
+        let slot_of: std::collections::HashMap<i64, usize> =
+            slots.iter().map(|&slot| (claims[slot].0, slot)).collect();
+        for row in rows {
+            let id = row.get::<i64>(id_column)?.unwrap_or_default();
+            let (Some(&slot), Some(status)) = (slot_of.get(&id), row.get::<String>(status_column)?)
+            else {
+                return Err(SendJobsError::Internal(format!(
+                    "finalize returned a row for job {id}, which it was not given"
+                )));
             };
             if !finished.limited.is_empty() {
                 if let Some(queue) = row.get::<String>(queue_column)? {

@@ -1,13 +1,14 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
 --- columns: id, status, attempts, transaction_id, readers, queue
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
--- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and per claim what
--- the caller and the business-row stamp need. A terminal result's row in
--- send_jobs_finished is its event (sql/schema.sql, send_job_events).
--- Variants: batch (the claims unnested, joined to the table, results in input order)
--- and one (a batch of one, every sendjobs_finalize: the same statement without the
--- unnest, the join and the sort, which cost about as much as the finish itself for a
--- single row); each terminal (the job moves to send_jobs_finished, sql/schema.sql says
+-- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and for each claim
+-- it applied what the caller and the business-row stamp need (src/finalize.rs puts them
+-- back in the call's order: a join and a sort here cost a finalize 3-4% of its
+-- instructions). A terminal result's row in send_jobs_finished is its event
+-- (sql/schema.sql, send_job_events).
+-- Variants: batch (the claims unnested, joined to the table) and one (a batch of one,
+-- every sendjobs_finalize: the same statement without the unnest and the join, which
+-- cost about as much as the finish itself for a single row); each terminal (the job moves to send_jobs_finished, sql/schema.sql says
 -- why) and, as batch_retry and one_retry, a retry with attempts left (the job stays in
 -- send_jobs, pending again). A retry runs the retry variant,
 -- then the terminal one with $3 'retry' for the claims it did not apply: a retry on its
@@ -16,9 +17,9 @@
 -- table's indexes; an UPDATE and send_jobs' eight indexes), which cost a finalize of one
 -- job a tenth to a fifth of its instructions (callgrind; BENCHMARKS.md, "Instructions
 -- per job"). The backoff is base * 2^(attempts - 1) capped at max,
--- computed in milliseconds (no interval overflow). A claim that did not apply has a
--- NULL status here; what its job is, and whether it was already finalized so, is looked
--- up afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
+-- computed in milliseconds (no interval overflow). A claim that did not apply has no
+-- row here; what its job is, and whether it was already finalized so, is looked up
+-- afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
 -- records the outcome that finished it ("outcome": how a repeat is recognised).
 -- "readers": whether the outbox has consumers that asked to be woken (src/wakeup.rs);
 -- "queue": the job's, whose workers a finish wakes when it has a cap on its jobs in flight
@@ -28,7 +29,7 @@ WITH
 --- variant batch, batch_retry
 claim AS (
     SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[]))
-                  WITH ORDINALITY AS c(id, generation, ord)
+                  AS c(id, generation)
 ),
 --- variant batch_retry, one_retry
 done AS (
@@ -73,19 +74,12 @@ done AS (
       FROM leaving
  RETURNING id, status, attempts, transaction_id, queue
 )
---- variant batch, batch_retry
-SELECT claim.id, done.status, done.attempts, done.transaction_id,
---- variant one, one_retry
-SELECT ($1::int8[])[1] AS id, done.status, done.attempts, done.transaction_id,
+--- end
+SELECT done.id, done.status, done.attempts, done.transaction_id,
 --- variant batch, one
        EXISTS (SELECT FROM @extschema@.sendjobs_consumers WHERE wake) AS readers,
 --- variant batch_retry, one_retry
        NULL::boolean AS readers,
 --- end
        done.queue
---- variant batch, batch_retry
-  FROM claim LEFT JOIN done ON done.id = claim.id
- ORDER BY claim.ord
---- variant one, one_retry
-  FROM (SELECT) AS one LEFT JOIN done ON true
---- end
+  FROM done
