@@ -17,6 +17,12 @@ database (the sum of claim_generation before and after); with --b-limit, arm B's
 gets that flow control (sendjobs_limit(queue, ARGS)): A and B of one build then measure
 what a limit costs, and what a binding one lets through.
 
+With --instructions, the server runs under valgrind's callgrind (bench/ab.sh starts it so),
+and what is measured is the instructions per job of one client's backend, the claim's and
+the finalize's apart: a count, not a time, so the same in a quiet and a loaded machine
+(what varies between repetitions is the table's state), and fine enough to show a cost of
+1%. The commit's WAL flush and the other processes are not in it.
+
 With --cpu, each run is instead one client's --cycles cycles of the same claim + finalize
 (prepared statements, from this script), and what is measured is the CPU time its
 backend spent per job (/proc/<pid>/schedstat, the scheduler's own count, read around
@@ -121,10 +127,11 @@ def cpu_ns(pid):
         return int(f.read().split()[0])
 
 
-def run_cpu(db, batch, cycles, queue, outcome):
-    """(claim us/job, finalize us/job, WAL bytes per job) of one client's `cycles`
-    cycles: the backend's CPU time around each statement. `queue`: claim from it by name
-    (--queue), or None: from any queue, as the pgbench cycle."""
+def connect_cycle(db, batch, queue, outcome):
+    """A connection of its own with the claim + finalize cycle prepared: (connection,
+    its backend's pid, cycle), where cycle() runs one claim and its finalize and returns
+    the backend's CPU ns for each. `queue`: claim from it by name (--queue), or None: from
+    any queue, as the pgbench cycle."""
     import psycopg2  # Debian's python3-psycopg2 (bench/run.sh installs it)
     conn = psycopg2.connect(dbname=db)
     conn.autocommit = True
@@ -150,6 +157,14 @@ def run_cpu(db, batch, cycles, queue, outcome):
         cur.fetchone()
         return t1 - t0, cpu_ns(pid) - t1
 
+    return conn, pid, cycle
+
+
+def run_cpu(db, batch, cycles, queue, outcome):
+    """(claim us/job, finalize us/job, WAL bytes per job) of one client's `cycles`
+    cycles: the backend's CPU time around each statement."""
+    conn, _pid, cycle = connect_cycle(db, batch, queue, outcome)
+    cur = conn.cursor()
     for _ in range(20):  # the plans made, the caches warm
         cycle()
     cur.execute("SELECT pg_current_wal_insert_lsn()")
@@ -164,6 +179,99 @@ def run_cpu(db, batch, cycles, queue, outcome):
     conn.close()
     jobs = cycles * batch
     return claim_ns / jobs / 1000, finalize_ns / jobs / 1000, wal / jobs
+
+
+# The functions whose inclusive instructions the --instructions report splits out.
+CALLGRIND_PARTS = {"claim": ("sendjobs_claim_wrapper",),
+                   "finalize": ("sendjobs_finalize_wrapper", "sendjobs_finalize_batch_wrapper")}
+
+
+def callgrind_counts(path):
+    """(all, {part: inclusive}) instructions of one process's callgrind output."""
+    import re
+    import subprocess
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
+                         check=True, capture_output=True, text=True).stdout
+    total = int(re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", out, re.M).group(1).replace(",", ""))
+    parts = {}
+    for part, names in CALLGRIND_PARTS.items():
+        parts[part] = sum(int(m.group(1).replace(",", "")) for name in names
+                          for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S+:" + re.escape(name) + r" \[", out, re.M))
+    return total, parts
+
+
+def run_instructions(db, batch, cycles, queue, outcome, outdir, reset_arm):
+    """(all, claim, finalize) instructions per job of the backend running the cycle,
+    counted by callgrind: the difference between a connection that ran `cycles` cycles
+    more than another, each from the same reset state, so that the connection's start,
+    the plans' making and the first cycles cancel out."""
+    import os
+    import time
+    counts = []
+    for n in (10, 10 + cycles):
+        reset_arm()
+        conn, pid, cycle = connect_cycle(db, batch, queue, outcome)
+        for _ in range(n):
+            cycle()
+        conn.close()
+        path = os.path.join(outdir, f"cg.{pid}")
+        for _ in range(600):  # written when the backend exits
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        counts.append(callgrind_counts(path))
+    (t1, p1), (t2, p2) = counts
+    jobs = cycles * batch
+    return (t2 - t1) / jobs, (p2["claim"] - p1["claim"]) / jobs, (p2["finalize"] - p1["finalize"]) / jobs
+
+
+def instructions_main(a, folder, meta, queue):
+    """--instructions: instructions per job of one client's backend, A and B interleaved."""
+    runs = open(folder / "runs.csv", "w", newline="")
+    out = csv.writer(runs)
+    out.writerow(["rep", "batch", "arm", "all_per_job", "claim_per_job", "finalize_per_job"])
+    batches = common.parse_list(a.batches)
+    got = {(b, arm): [] for b in batches for arm in ("arm_a", "arm_b")}
+    rng = random.Random(a.seed)
+    for rep in range(a.reps):
+        for batch in batches:
+            arms = ["arm_a", "arm_b"]
+            rng.shuffle(arms)
+            for arm in arms:
+                cycles = max(20, a.cycles // batch)
+                result = run_instructions(arm, batch, cycles, a.queue, a.outcome, a.callgrind_dir,
+                                          lambda: reset(arm, a.outcome, a.backlog, queue))
+                got[(batch, arm)].append(result)
+                out.writerow([rep + 1, batch, arm] + [round(x) for x in result])
+                runs.flush()
+        print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
+    runs.close()
+
+    def count(values):
+        return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+    def ratio(batch, i):
+        a_, b_ = got[(batch, "arm_a")], got[(batch, "arm_b")]
+        return f"{statistics.median(r[i] for r in b_) / statistics.median(r[i] for r in a_):.3f}"
+
+    lines = ["# A/B of two builds: instructions per job (callgrind)", ""] + common.header_lines(meta) + [
+        "", f"A = {a.a_version} from {a.a_lib}, B = {a.b_version_resolved} installed; outcome {a.outcome}; "
+            f"{a.backlog} jobs; 1 client, the backend under callgrind, {a.cycles} jobs a run more than its "
+            f"twin's (at least 20 cycles), {a.reps} repetitions, interleaved; instructions per job, median "
+            "(range); B/A of the medians", "",
+        "| batch | A all | B all | B/A all | A claim | B claim | B/A claim | A finalize | B finalize | B/A finalize |",
+        "|---|---|---|---|---|---|---|---|---|---|"]
+    for batch in batches:
+        ra, rb = got[(batch, "arm_a")], got[(batch, "arm_b")]
+        lines.append(
+            f"| {batch} | {count([r[0] for r in ra])} | {count([r[0] for r in rb])} | {ratio(batch, 0)} | "
+            f"{count([r[1] for r in ra])} | {count([r[1] for r in rb])} | {ratio(batch, 1)} | "
+            f"{count([r[2] for r in ra])} | {count([r[2] for r in rb])} | {ratio(batch, 2)} |")
+    text = "\n".join(lines) + "\n"
+    (folder / "report.md").write_text(text)
+    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
+    return 0
 
 
 def cpu_main(a, folder, meta, queue):
@@ -235,12 +343,19 @@ def main(argv):
                    help="arm B's queue gets sendjobs_limit(queue, ARGS), e.g. \"max_in_flight => 4\" (needs --queue)")
     p.add_argument("--cpu", action="store_true",
                    help="measure the backend's CPU time per job of one client instead of jobs/s (--clients is ignored)")
-    p.add_argument("--cycles", type=int, default=3000,
-                   help="with --cpu: jobs a run (claims of --batch each; at least 20 claims)")
+    p.add_argument("--cycles", type=int, default=None,
+                   help="with --cpu (default 3000) or --instructions (default 400): jobs a run "
+                        "(claims of --batch each; at least 20 claims)")
+    p.add_argument("--instructions", action="store_true",
+                   help="count the instructions per job of one client's backend instead (the server under "
+                        "callgrind; --clients is ignored; bench/ab.sh starts it so)")
+    p.add_argument("--callgrind-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=1)
     common.add_name_argument(p, "ab")
     p.add_argument("--command", default="bash bench/ab.sh", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.cycles is None:
+        a.cycles = 400 if a.instructions else 3000
     b_version = a.b_version or psql(
         "postgres", "SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs'", capture=True)
     folder = common.results_dir("ab", a.name)
@@ -257,6 +372,11 @@ def main(argv):
     if a.cpu:
         a.b_version_resolved = b_version
         return cpu_main(a, folder, meta, queue)
+    if a.instructions:
+        if not a.callgrind_dir:
+            p.error("--instructions needs the server under callgrind: run it through bench/ab.sh")
+        a.b_version_resolved = b_version
+        return instructions_main(a, folder, meta, queue)
     if a.queue:
         script = common.write_script(folder, f"queue_{a.outcome}.sql", QUEUE_CYCLE[a.outcome].format(queue=queue))
         scripts = {"one": script, "batch": script}

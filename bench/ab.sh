@@ -57,7 +57,20 @@ chmod 755 "$lib"
 cp "$a_pkg/$("$PG_CONFIG" --pkglibdir)"/sendjobs*.so "$lib/"
 as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_as.sql" "$EXTDIR/sendjobs--$a_as.sql"
 as_root sed -i "s/'MODULE_PATHNAME'/'sendjobs'/g" "$EXTDIR/sendjobs--$a_as.sql"
-/usr/bin/python3 tests/cluster.py run --name sendjobs-ab \
+# --instructions: the server runs under callgrind, which writes each backend's counts to
+# a folder of its own (valgrind from Debian's package).
+callgrind=()
+given="$*"
+case " $* " in
+  *" --instructions "*)
+    command -v valgrind >/dev/null || as_root apt-get install -y -qq valgrind
+    counts=$(mktemp -d /tmp/sendjobs-ab-callgrind.XXXXXX)
+    chmod 777 "$counts"
+    callgrind=(--callgrind "$counts")
+    trap 'cleanup; rm -rf "$counts"' EXIT
+    set -- "$@" --callgrind-dir "$counts" ;;
+esac
+/usr/bin/python3 tests/cluster.py run --name sendjobs-ab "${callgrind[@]}" \
   -c shared_buffers=256MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
   -- /usr/bin/python3 bench/ab.py --a-lib "$lib" --a-version "$a_as" --b-version "$b_version" \
-     --command "SENDJOBS_AB_COMMIT=$a_commit bash bench/ab.sh $*" "$@"
+     --command "SENDJOBS_AB_COMMIT=$a_commit bash bench/ab.sh $given" "$@"

@@ -84,13 +84,16 @@ class Cluster:
     few other pg_ctl verbs the soak needs. `settings` are `name=value` strings added
     after BASE_SETTINGS (a later one wins)."""
 
-    def __init__(self, workdir, name="data", settings=()):
+    def __init__(self, workdir, name="data", settings=(), callgrind=None):
         self.workdir = workdir
         self.name = name
         self.port = free_port()
         self.data = os.path.join(workdir, name)
         self.log = os.path.join(workdir, f"{name}.log")
         self.settings = list(BASE_SETTINGS) + list(settings)
+        # A folder: the server runs under valgrind's callgrind, each process writing its
+        # instruction counts there as cg.<pid> when it exits (bench/ab.sh --instructions).
+        self.callgrind = callgrind
 
     def _run(self, *cmd, timeout=300, check=True):
         p = subprocess.run(as_owner(cmd), cwd=self.workdir, timeout=timeout,
@@ -118,7 +121,15 @@ class Cluster:
         # primary_conninfo that pg_basebackup -R of 17 and later writes ("invalid
         # connection option sslnegotiation": the failover soak's standby never caught up).
         libdir = os.path.join(os.path.dirname(PGBIN), "lib")
-        self._run("env", f"LD_LIBRARY_PATH={libdir}", f"{PGBIN}/pg_ctl", "-D", self.data,
+        server = []
+        if self.callgrind:
+            wrapper = os.path.join(self.workdir, "postgres-under-callgrind")
+            with open(wrapper, "w") as f:
+                f.write("#!/bin/sh\nexec valgrind --tool=callgrind --trace-children=yes "
+                        f"--callgrind-out-file={self.callgrind}/cg.%p {PGBIN}/postgres \"$@\"\n")
+            os.chmod(wrapper, 0o755)
+            server = ["-p", wrapper]
+        self._run("env", f"LD_LIBRARY_PATH={libdir}", f"{PGBIN}/pg_ctl", "-D", self.data, *server,
                   "-l", self.log, "-w", "-t", "300", "-o", self.options(), "start")
 
     def stop(self, mode="fast"):
@@ -164,6 +175,8 @@ def run(argv):
     p.add_argument("-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                    help="a server setting (repeatable)")
     p.add_argument("--stop-mode", default="fast", choices=("fast", "immediate"))
+    p.add_argument("--callgrind", metavar="DIR",
+                   help="run the server under valgrind's callgrind, its counts written to DIR")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     a = p.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -171,7 +184,7 @@ def run(argv):
         p.error("a command to run is required after --")
 
     workdir = Workdir(a.name)
-    cluster = Cluster(workdir.path, settings=a.settings)
+    cluster = Cluster(workdir.path, settings=a.settings, callgrind=a.callgrind)
     child = None
 
     def forward(signum, _frame):
