@@ -24,9 +24,9 @@ fn cancel(id: Option<i64>) -> Result<&'static str> {
     Spi::connect_mut(|client| {
         let rows = CANCEL.run(client, &[id.into(), wall_clock().into()])?;
         if !rows.is_empty() {
-            // A job in flight in a capped queue frees a place: wake its workers.
-            if let Some(queue) = rows.first().get_by_name::<String, _>("capped_queue")? {
-                wakeup::wake_queue(client, &queue)?;
+            // A job in flight frees a place: in a capped queue, wake its workers.
+            if let Some(queue) = rows.first().get_by_name::<String, _>("freed_queue")? {
+                wakeup::wake_when_freed(client, &queue)?;
             }
             wakeup::after_finish(client, None)?;
             return Ok(APPLIED);

@@ -14,7 +14,7 @@ use crate::stamp::{stamp_each, Stamp};
 use crate::statements::{statement, Statement};
 use crate::wakeup;
 
-// A batch of one (every sendjobs_finalize) skips the unnest, join and sort; the terminal
+// A batch of one (every sendjobs_finalize) skips the unnest and its join; the terminal
 // statement moves jobs to send_jobs_finished, the retry statement puts them back.
 pub(crate) static FINALIZE_BATCH: Statement = statement!("finalize.sql", "batch");
 pub(crate) static FINALIZE_ONE: Statement = statement!("finalize.sql", "one");
@@ -226,7 +226,14 @@ fn finalize(
             .ok_or_else(|| {
                 SendJobsError::Internal("a claim that did not apply was not looked up".into())
             })?;
-        stamp_each(client, &finished.to_stamp)?;
+        // In the call's order, as the claims were given.
+        finished.to_stamp.sort_by_key(|(slot, _)| *slot);
+        let to_stamp: Vec<(Stamp, String)> = finished
+            .to_stamp
+            .into_iter()
+            .map(|(_, stamp)| stamp)
+            .collect();
+        stamp_each(client, &to_stamp)?;
         if finished.readers.is_some() {
             wakeup::after_finish(client, finished.readers)?;
         }
@@ -257,8 +264,8 @@ struct Pass<'a> {
 /// What the applied claims of a call leave to do after its statements.
 #[derive(Default)]
 struct Finished {
-    /// The business rows to stamp.
-    to_stamp: Vec<(Stamp, String)>,
+    /// The business rows to stamp, each with its claim's place in the call.
+    to_stamp: Vec<(usize, (Stamp, String))>,
     /// Whether the outbox has consumers to wake, once a claim finished its job (the
     /// statement says it on every row).
     readers: Option<bool>,
@@ -338,7 +345,7 @@ impl Pass<'_> {
             if let (Some(transaction_id), Some(stamp)) =
                 (row.get::<String>(transaction_column)?, stamp)
             {
-                finished.to_stamp.push((stamp, transaction_id));
+                finished.to_stamp.push((slot, (stamp, transaction_id)));
             }
             let attempts = row.get::<i32>(attempts_column)?.unwrap_or_default();
             answers[slot] = Some(Answer {

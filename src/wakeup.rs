@@ -109,9 +109,14 @@ pub fn wake_queue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
 }
 
 /// After a job in flight in `queue` finished or was cancelled (a place came free): wakes
-/// its workers at commit when the queue has a cap and wake-ups on.
+/// its workers at commit when the queue has a cap and wake-ups on. Asked only of the
+/// queues with flow control (flow::known_limited_queues).
 pub fn wake_when_freed(client: &SpiClient<'_>, queue: &str) -> Result<()> {
-    if decided(|d| d.queues.get(queue).copied()) == Some(true) {
+    if decided(|d| d.queues.get(queue).copied()) == Some(true)
+        || !crate::flow::known_limited_queues(client)?
+            .iter()
+            .any(|q| q == queue)
+    {
         return Ok(());
     }
     let wake = first::<bool>(QUEUE_WAKES_WHEN_FREED.run(client, &[queue.into()])?, "wake")?;
