@@ -226,11 +226,13 @@ def run_instructions(db, batch, cycles, queue, outcome, outdir, reset_arm):
     return (t2 - t1) / jobs, (p2["claim"] - p1["claim"]) / jobs, (p2["finalize"] - p1["finalize"]) / jobs
 
 
-def instructions_main(a, folder, meta, queue):
-    """--instructions: instructions per job of one client's backend, A and B interleaved."""
+def interleaved(a, folder, header, measure, after=None):
+    """Runs measure(arm, batch) for each repetition, batch and arm (in a shuffled order),
+    one runs.csv row each (rep, batch, arm, then its values); `after(arm)` once each has
+    run. Returns {(batch, arm): [values of each repetition]}."""
     runs = open(folder / "runs.csv", "w", newline="")
     out = csv.writer(runs)
-    out.writerow(["rep", "batch", "arm", "all_per_job", "claim_per_job", "finalize_per_job"])
+    out.writerow(["rep", "batch", "arm"] + header)
     batches = common.parse_list(a.batches)
     got = {(b, arm): [] for b in batches for arm in ("arm_a", "arm_b")}
     rng = random.Random(a.seed)
@@ -239,14 +241,24 @@ def instructions_main(a, folder, meta, queue):
             arms = ["arm_a", "arm_b"]
             rng.shuffle(arms)
             for arm in arms:
-                cycles = max(20, a.cycles // batch)
-                result = run_instructions(arm, batch, cycles, a.queue, a.outcome, a.callgrind_dir,
-                                          lambda: reset(arm, a.outcome, a.backlog, queue))
-                got[(batch, arm)].append(result)
-                out.writerow([rep + 1, batch, arm] + [round(x) for x in result])
+                values = measure(arm, batch)
+                got[(batch, arm)].append(values)
+                out.writerow([rep + 1, batch, arm] + [round(x, 2) for x in values])
                 runs.flush()
+                if after:
+                    after(arm)
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
     runs.close()
+    return got
+
+
+def instructions_main(a, folder, meta, queue):
+    """--instructions: instructions per job of one client's backend, A and B interleaved."""
+    batches = common.parse_list(a.batches)
+    got = interleaved(
+        a, folder, ["all_per_job", "claim_per_job", "finalize_per_job"],
+        lambda arm, batch: run_instructions(arm, batch, max(20, a.cycles // batch), a.queue, a.outcome,
+                                            a.callgrind_dir, lambda: reset(arm, a.outcome, a.backlog, queue)))
 
     def count(values):
         return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
@@ -276,25 +288,11 @@ def instructions_main(a, folder, meta, queue):
 
 def cpu_main(a, folder, meta, queue):
     """--cpu: the backend's CPU time per job, A and B interleaved, paired per repetition."""
-    runs = open(folder / "runs.csv", "w", newline="")
-    out = csv.writer(runs)
-    out.writerow(["rep", "batch", "arm", "claim_us_per_job", "finalize_us_per_job", "wal_per_job"])
     batches = common.parse_list(a.batches)
-    got = {(b, arm): [] for b in batches for arm in ("arm_a", "arm_b")}
-    rng = random.Random(a.seed)
-    for rep in range(a.reps):
-        for batch in batches:
-            arms = ["arm_a", "arm_b"]
-            rng.shuffle(arms)
-            for arm in arms:
-                cycles = max(20, a.cycles // batch)
-                claim_us, finalize_us, wal = run_cpu(arm, batch, cycles, a.queue, a.outcome)
-                got[(batch, arm)].append((claim_us, finalize_us, wal))
-                out.writerow([rep + 1, batch, arm, round(claim_us, 2), round(finalize_us, 2), round(wal)])
-                runs.flush()
-                reset(arm, a.outcome, a.backlog, queue)
-        print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
-    runs.close()
+    got = interleaved(
+        a, folder, ["claim_us_per_job", "finalize_us_per_job", "wal_per_job"],
+        lambda arm, batch: run_cpu(arm, batch, max(20, a.cycles // batch), a.queue, a.outcome),
+        after=lambda arm: reset(arm, a.outcome, a.backlog, queue))
 
     def us(values):
         return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
