@@ -41,6 +41,10 @@ COMMENT ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, 
     'Sets a queue''s limits, replacing its earlier ones, enforced by every claim: at most max_in_flight of its jobs under an unexpired lease at once; at most rate claims a second with bursts of burst (a token bucket on the database clock; burst defaults to one second''s worth). NULL: no such limit; sendjobs_limit(queue) lifts both. A claim beyond them gets fewer rows, not an error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_queue_limits(text) IS
     'The flow control of a queue (NULL: of every queue that has some): paused, max_in_flight and in_flight, rate, burst and tokens, and whether a claim would be limited now (limited: paused, max_in_flight or rate; NULL when not) and when that may lift by itself (retry_after). A worker whose claim came back short asks it to tell limited from empty.';
+COMMENT ON FUNCTION @extschema@.sendjobs_block_keys(text, boolean) IS
+    'Sets whether a job of the queue with an ordering key that fails for good (a failed finalize, a retry on its last attempt, a lease expired on its last attempt) stops the rest of its key: from the commit, no job of the key is claimed but the failed job''s redrive, which goes first, until that redrive was sent or cancelled, or sendjobs_unblock_key. Off by default: the next job of the key goes.';
+COMMENT ON FUNCTION @extschema@.sendjobs_unblock_key(text) IS
+    'Lets an ordering key stopped by a failed job (sendjobs_block_keys) go on: its next job is claimed as if the failure had not blocked. Returns whether the key was stopped.';
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
 COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) IS
@@ -160,7 +164,7 @@ COMMENT ON COLUMN @extschema@.sendjobs_transaction_link.linked_by IS 'The role t
 
 -- sendjobs_queues
 COMMENT ON TABLE @extschema@.sendjobs_queues IS
-    'sendjobs: per-queue settings (written by sendjobs_notify, sendjobs_pause, sendjobs_resume and sendjobs_limit); a queue without a row has the defaults: no wake-ups, no limit.';
+    'sendjobs: per-queue settings (written by sendjobs_notify, sendjobs_pause, sendjobs_resume, sendjobs_limit and sendjobs_block_keys); a queue without a row has the defaults: no wake-ups, no limit, keys that go on past a failure.';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.queue IS 'The queue.';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.notify IS 'Whether an enqueue into it sends NOTIFY sendjobs_wakeup (once per transaction).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.paused IS 'Whether claims hand out none of its jobs (sendjobs_pause, sendjobs_resume).';
@@ -169,7 +173,16 @@ COMMENT ON COLUMN @extschema@.sendjobs_queues.rate IS 'The most claims of its jo
 COMMENT ON COLUMN @extschema@.sendjobs_queues.burst IS 'The most claims at once the rate allows after a quiet time: the token bucket''s size.';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens IS 'The token bucket: the claims left at tokens_at (refilled at rate a second up to burst).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was counted (the claims'' clock).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.block_keys IS 'Whether a job with an ordering key that fails for good stops the rest of its key (sendjobs_block_keys).';
 COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
+
+-- sendjobs_blocked_keys
+COMMENT ON TABLE @extschema@.sendjobs_blocked_keys IS
+    'sendjobs: the ordering keys stopped by a job that failed for good in a queue that blocks its keys (sendjobs_block_keys); no job of the key is claimed but job_id while job_id is unfinished or failed. sendjobs_unblock_key removes a row; sendjobs_purge the rows whose job no longer stops its key.';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.ordering_key IS 'The ordering key stopped.';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.job_id IS 'The job that stops it and alone may be claimed: the failed job, then its redrive (sendjobs_redrive hands it over).';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.queue IS 'The queue of the job that failed.';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.blocked_at IS 'When the key was stopped (the failure''s clock).';
 
 -- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) FROM PUBLIC;
@@ -192,6 +205,8 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_pause(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_resume(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_queue_limits(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_block_keys(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_unblock_key(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;

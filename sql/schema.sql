@@ -237,6 +237,9 @@ CREATE TABLE @extschema@.sendjobs_queues (
     -- rate a second up to burst by the next claim that reads it.
     tokens        float8,
     tokens_at     timestamptz,
+    -- Whether a job of an ordering key that fails for good stops the rest of its key
+    -- (sendjobs_block_keys; sendjobs_blocked_keys holds the stopped keys).
+    block_keys    boolean NOT NULL DEFAULT false,
     CONSTRAINT sendjobs_queues_limits_check CHECK (
         (max_in_flight IS NULL OR max_in_flight >= 1)
         AND (rate IS NULL) = (burst IS NULL)
@@ -246,6 +249,20 @@ CREATE TABLE @extschema@.sendjobs_queues (
     )
 );
 
+-- The ordering keys stopped by a job that failed for good in a queue that blocks its keys
+-- (sendjobs_block_keys; docs/decisions/0013-flow-control-in-the-claim.md, "A terminal
+-- failure"): no job of the key is claimed but job_id, while job_id is unfinished or
+-- failed. A redrive of job_id makes its new job job_id (it goes first); once job_id was
+-- sent or cancelled, or sendjobs_unblock_key removed the row, the rest of the key goes.
+-- One row a key, written only when a job of a key fails for good: claims of jobs without
+-- a key never read it, and those with one probe its primary key.
+CREATE TABLE @extschema@.sendjobs_blocked_keys (
+    ordering_key text        PRIMARY KEY,
+    job_id       bigint      NOT NULL,
+    queue        text        NOT NULL,
+    blocked_at   timestamptz NOT NULL
+);
+
 -- Keep user rows across pg_dump / restore.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_transaction_link', '');
@@ -253,6 +270,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_blocked_keys', '');
 
 -- A dropped business table takes its link with it: otherwise every terminal finalize of
 -- a job with a transaction_id would fail against a table that no longer exists.

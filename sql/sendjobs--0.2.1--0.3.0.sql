@@ -117,6 +117,7 @@ ALTER TABLE @extschema@.sendjobs_queues
     ADD COLUMN burst         integer,
     ADD COLUMN tokens        float8,
     ADD COLUMN tokens_at     timestamptz,
+    ADD COLUMN block_keys    boolean NOT NULL DEFAULT false,
     ADD CONSTRAINT sendjobs_queues_limits_check CHECK (
         (max_in_flight IS NULL OR max_in_flight OPERATOR(pg_catalog.>=) 1)
         AND (rate IS NULL) OPERATOR(pg_catalog.=) (burst IS NULL)
@@ -167,6 +168,29 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_pause(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_resume(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_queue_limits(text) FROM PUBLIC;
+-- A key stopped by a failure, in a queue that blocks its keys (sql/schema.sql).
+CREATE TABLE @extschema@.sendjobs_blocked_keys (
+    ordering_key text        PRIMARY KEY,
+    job_id       bigint      NOT NULL,
+    queue        text        NOT NULL,
+    blocked_at   timestamptz NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_blocked_keys', '');
+CREATE FUNCTION @extschema@."sendjobs_block_keys"(
+	"queue" TEXT,
+	"block" bool
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_block_keys_wrapper';
+CREATE FUNCTION @extschema@."sendjobs_unblock_key"(
+	"ordering_key" TEXT
+) RETURNS bool
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_unblock_key_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_block_keys(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_unblock_key(text) FROM PUBLIC;
 DO $$
 DECLARE
     holder record;
@@ -174,7 +198,9 @@ BEGIN
     -- The roles granted EXECUTE directly (as sendjobs_grant does), not their members.
     FOR holder IN SELECT acl.grantee::pg_catalog.regrole AS name,
                          pg_catalog.bool_or(p.oid OPERATOR(pg_catalog.=)
-                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure::pg_catalog.oid) AS admin
+                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure::pg_catalog.oid) AS admin,
+                         pg_catalog.bool_or(p.oid OPERATOR(pg_catalog.=)
+                             '@extschema@.sendjobs_stats()'::pg_catalog.regprocedure::pg_catalog.oid) AS monitor
                     FROM pg_catalog.pg_proc AS p,
                          LATERAL pg_catalog.aclexplode(p.proacl) AS acl
                    WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
@@ -188,8 +214,11 @@ BEGIN
     LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_queue_limits(text) TO %s', holder.name);
         IF holder.admin THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_pause(text), @extschema@.sendjobs_resume(text), @extschema@.sendjobs_limit(text, integer, double precision, integer) TO %s',
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_pause(text), @extschema@.sendjobs_resume(text), @extschema@.sendjobs_limit(text, integer, double precision, integer), @extschema@.sendjobs_block_keys(text, boolean), @extschema@.sendjobs_unblock_key(text) TO %s',
                                       holder.name);
+        END IF;
+        IF holder.admin OR holder.monitor THEN
+            EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.sendjobs_blocked_keys TO %s', holder.name);
         END IF;
     END LOOP;
 END $$;
@@ -485,7 +514,20 @@ COMMENT ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, 
 COMMENT ON FUNCTION @extschema@.sendjobs_queue_limits(text) IS
     'The flow control of a queue (NULL: of every queue that has some): paused, max_in_flight and in_flight, rate, burst and tokens, and whether a claim would be limited now (limited: paused, max_in_flight or rate; NULL when not) and when that may lift by itself (retry_after). A worker whose claim came back short asks it to tell limited from empty.';
 COMMENT ON TABLE @extschema@.sendjobs_queues IS
-    'sendjobs: per-queue settings (written by sendjobs_notify, sendjobs_pause, sendjobs_resume and sendjobs_limit); a queue without a row has the defaults: no wake-ups, no limit.';
+    'sendjobs: per-queue settings (written by sendjobs_notify, sendjobs_pause, sendjobs_resume, sendjobs_limit and sendjobs_block_keys); a queue without a row has the defaults: no wake-ups, no limit, keys that go on past a failure.';
+COMMENT ON FUNCTION @extschema@.sendjobs_block_keys(text, boolean) IS
+    'Sets whether a job of the queue with an ordering key that fails for good (a failed finalize, a retry on its last attempt, a lease expired on its last attempt) stops the rest of its key: from the commit, no job of the key is claimed but the failed job''s redrive, which goes first, until that redrive was sent or cancelled, or sendjobs_unblock_key. Off by default: the next job of the key goes.';
+COMMENT ON FUNCTION @extschema@.sendjobs_unblock_key(text) IS
+    'Lets an ordering key stopped by a failed job (sendjobs_block_keys) go on: its next job is claimed as if the failure had not blocked. Returns whether the key was stopped.';
+
+-- sendjobs_blocked_keys
+COMMENT ON TABLE @extschema@.sendjobs_blocked_keys IS
+    'sendjobs: the ordering keys stopped by a job that failed for good in a queue that blocks its keys (sendjobs_block_keys); no job of the key is claimed but job_id while job_id is unfinished or failed. sendjobs_unblock_key removes a row; sendjobs_purge the rows whose job no longer stops its key.';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.ordering_key IS 'The ordering key stopped.';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.job_id IS 'The job that stops it and alone may be claimed: the failed job, then its redrive (sendjobs_redrive hands it over).';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.queue IS 'The queue of the job that failed.';
+COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.blocked_at IS 'When the key was stopped (the failure''s clock).';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.block_keys IS 'Whether a job with an ordering key that fails for good stops the rest of its key (sendjobs_block_keys).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.paused IS 'Whether claims hand out none of its jobs (sendjobs_pause, sendjobs_resume).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.max_in_flight IS 'The most of its jobs under an unexpired lease at once (sendjobs_limit), or NULL.';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.rate IS 'The most claims of its jobs a second, on average (sendjobs_limit), or NULL.';

@@ -275,12 +275,19 @@ fn give_up(
         return Ok(0);
     }
     let before = gave_up.len();
+    let mut failed_keys = Vec::new();
     for row in GIVE_UP.run(client, &[ids.into(), now.into()])? {
-        gave_up.push((
-            row.get_by_name::<i64, _>("id")?,
-            row.get_by_name::<String, _>("transaction_id")?,
-        ));
+        let id = row.get_by_name::<i64, _>("id")?;
+        if let (Some(id), Some(key), Some(queue)) = (
+            id,
+            row.get_by_name::<String, _>("ordering_key")?,
+            row.get_by_name::<String, _>("queue")?,
+        ) {
+            failed_keys.push((key, id, queue));
+        }
+        gave_up.push((id, row.get_by_name::<String, _>("transaction_id")?));
     }
+    flow::stop_failed_keys(client, failed_keys)?;
     Ok(gave_up.len() - before)
 }
 

@@ -226,6 +226,7 @@ fn finalize(
             .ok_or_else(|| {
                 SendJobsError::Internal("a claim that did not apply was not looked up".into())
             })?;
+        flow::stop_failed_keys(client, std::mem::take(&mut finished.failed_keys))?;
         // In the call's order, as the claims were given.
         finished.to_stamp.sort_by_key(|(slot, _)| *slot);
         let to_stamp: Vec<(Stamp, String)> = finished
@@ -273,6 +274,8 @@ struct Finished {
     /// left in flight in (a place came free).
     limited: Vec<String>,
     freed: Vec<String>,
+    /// The jobs with an ordering key that failed for good (their key may stop).
+    failed_keys: Vec<flow::FailedKey>,
 }
 
 impl Pass<'_> {
@@ -309,7 +312,7 @@ impl Pass<'_> {
                 self.error.into(),
             ],
         )?;
-        let [id_column, status_column, attempts_column, transaction_column, readers_column, queue_column] =
+        let [id_column, status_column, attempts_column, transaction_column, readers_column, queue_column, key_column] =
             [
                 "id",
                 "status",
@@ -317,6 +320,7 @@ impl Pass<'_> {
                 "transaction_id",
                 "readers",
                 "queue",
+                "ordering_key",
             ]
             .map(|column| statement.ordinal(column));
         // A row for each claim it applied, in no particular order: each to its claim's
@@ -336,6 +340,14 @@ impl Pass<'_> {
                     if finished.limited.contains(&queue) && !finished.freed.contains(&queue) {
                         finished.freed.push(queue);
                     }
+                }
+            }
+            if status == "failed" {
+                if let (Some(key), Some(queue)) = (
+                    row.get::<String>(key_column)?,
+                    row.get::<String>(queue_column)?,
+                ) {
+                    finished.failed_keys.push((key, claims[slot].0, queue));
                 }
             }
             let stamp = Stamp::of_status(&status);

@@ -24,6 +24,9 @@ static QUEUE_LOCK_SKIP: Statement = statement!("queue_lock.sql", "skip");
 static QUEUE_IN_FLIGHT: Statement = statement!("queue_in_flight.sql");
 static QUEUE_TOKENS_SAVE: Statement = statement!("queue_tokens_save.sql");
 static LIMITED_QUEUES: Statement = statement!("limited_queues.sql");
+static QUEUE_BLOCK_KEYS_SAVE: Statement = statement!("queue_block_keys_save.sql");
+static KEY_BLOCK: Statement = statement!("key_block.sql");
+static KEY_UNBLOCK: Statement = statement!("key_unblock.sql");
 
 /// The most claims a second a rate may allow (the CHECK of sendjobs_queues agrees).
 const MAX_RATE: f64 = 1_000_000.0;
@@ -114,6 +117,61 @@ fn set_limit(
         )?;
         settings_changed(client)
     })
+}
+
+/// Sets whether a job of `queue` with an ordering key that fails for good (a `failed`
+/// finalize, a retry on its last attempt, a lease that expired on its last attempt) stops
+/// the rest of its key: from its commit, no job of the key is claimed but the failed job's
+/// redrive, which goes first, until that redrive was sent or cancelled, or
+/// sendjobs_unblock_key lets the key go on. Off by default: the next job of the key goes.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_block_keys(queue: Option<&str>, block: Option<bool>) {
+    or_raise(set_block_keys(queue, block))
+}
+
+fn set_block_keys(queue: Option<&str>, block: Option<bool>) -> Result<()> {
+    let queue = queue_name(required(queue, "queue")?)?;
+    let block = required(block, "block")?;
+    Spi::connect_mut(|client| {
+        QUEUE_BLOCK_KEYS_SAVE.run(client, &[queue.into(), block.into()])?;
+        Ok(())
+    })
+}
+
+/// Lets `ordering_key` go on past the job that stopped it (sendjobs_block_keys): its next
+/// job is claimed as if the failed one had not blocked. True when the key was stopped.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sendjobs_unblock_key(ordering_key: Option<&str>) -> bool {
+    or_raise(unblock_key(ordering_key))
+}
+
+fn unblock_key(ordering_key: Option<&str>) -> Result<bool> {
+    let key = required(ordering_key, "ordering_key")?;
+    Spi::connect_mut(|client| Ok(!KEY_UNBLOCK.run(client, &[key.into()])?.is_empty()))
+}
+
+/// A job with an ordering key that failed for good: its key, id and queue.
+pub type FailedKey = (String, i64, String);
+
+/// After jobs with an ordering key failed for good, in the transaction that finished them:
+/// the keys of those whose queue blocks its keys stop there (key_block.sql).
+pub fn stop_failed_keys(client: &SpiClient<'_>, failed: Vec<FailedKey>) -> Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let mut keys = Vec::with_capacity(failed.len());
+    let mut ids = Vec::with_capacity(failed.len());
+    let mut queues = Vec::with_capacity(failed.len());
+    for (key, id, queue) in failed {
+        keys.push(key);
+        ids.push(id);
+        queues.push(queue);
+    }
+    KEY_BLOCK.run(
+        client,
+        &[keys.into(), ids.into(), queues.into(), wall_clock().into()],
+    )?;
+    Ok(())
 }
 
 /// The flow control of `queue` (NULL: of every queue that has some), and whether a claim

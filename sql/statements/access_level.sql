@@ -19,7 +19,7 @@ SELECT level.privilege
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority) ON TABLE {schema}.send_jobs'),
-    ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers'),
+    ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys'),
     -- relay: reading the outbox for a consumer (which moves its position)
     ('relay',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
     -- admin: every function, and reading every table
@@ -42,10 +42,12 @@ SELECT level.privilege
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_pause(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_resume(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_limit(text, integer, double precision, integer)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_block_keys(text, boolean)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_unblock_key(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_create_consumer(text, boolean, regrole, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_drop_consumer(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
-    ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys, {schema}.sendjobs_consumers')
+    ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys')
   ) AS level (name, privilege)
  WHERE level.name = $1

@@ -89,12 +89,23 @@ pending AS MATERIALIZED (
        -- first). The claims that test this take turns (src/claim.rs: a transaction-level
        -- lock before this statement, so its snapshot sees every such claim that committed);
        -- those of a queue with flow control take turns on the queue's lock.
+       -- A key stopped by a job that failed for good (sendjobs_blocked_keys, a queue that
+       -- blocks its keys) hands out no job but that job's redrive, which goes before the
+       -- key's older jobs, until it was sent or cancelled.
        AND (job.ordering_key IS NULL
-            OR NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
-                            WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
+            OR (NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
+                             WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
+                OR EXISTS (SELECT FROM @extschema@.sendjobs_blocked_keys AS blocked
+                            WHERE blocked.ordering_key = job.ordering_key AND blocked.job_id = job.id))
                AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
                                 WHERE held.ordering_key = job.ordering_key
-                                  AND held.lease_expires_at IS NOT NULL))
+                                  AND held.lease_expires_at IS NOT NULL)
+               AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_blocked_keys AS blocked
+                                WHERE blocked.ordering_key = job.ordering_key AND blocked.job_id <> job.id
+                                  AND (EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS stopping
+                                                WHERE stopping.id = blocked.job_id)
+                                       OR EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
+                                                   WHERE stopping.id = blocked.job_id AND stopping.status = 'failed'))))
 --- end
      ORDER BY claim_order, id
      LIMIT $2

@@ -1,5 +1,5 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
---- columns: id, status, attempts, transaction_id, readers, queue
+--- columns: id, status, attempts, transaction_id, readers, queue, ordering_key
 -- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
 -- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and for each claim
 -- it applied what the caller and the business-row stamp need (src/finalize.rs puts them
@@ -24,7 +24,8 @@
 -- "readers": whether the outbox has consumers that asked to be woken (src/wakeup.rs);
 -- "queue": the job's, whose workers a finish wakes when it has a cap on its jobs in flight
 -- and wake-ups on (a place came free: docs/decisions/0013-flow-control-in-the-claim.md),
--- which src/finalize.rs asks only of the queues with flow control.
+-- which src/finalize.rs asks only of the queues with flow control; "ordering_key": a
+-- failed job's key stops if its queue blocks its keys (key_block.sql).
 WITH
 --- variant batch, batch_retry
 claim AS (
@@ -47,7 +48,7 @@ done AS (
        AND job.claim_generation = ($2::int8[])[1]
 --- variant batch_retry, one_retry
        AND job.attempts < job.max_attempts
- RETURNING job.id, job.status, job.attempts, job.transaction_id, job.queue
+ RETURNING job.id, job.status, job.attempts, job.transaction_id, job.queue, job.ordering_key
 )
 --- variant batch, one
 leaving AS (
@@ -72,7 +73,7 @@ done AS (
            max_attempts, next_attempt_at, claimed_at, NULL, claim_generation,
            coalesce($8, last_error), created_at, $4, redrive_of, ordering_key, priority, $3
       FROM leaving
- RETURNING id, status, attempts, transaction_id, queue
+ RETURNING id, status, attempts, transaction_id, queue, ordering_key
 )
 --- end
 SELECT done.id, done.status, done.attempts, done.transaction_id,
@@ -81,5 +82,5 @@ SELECT done.id, done.status, done.attempts, done.transaction_id,
 --- variant batch_retry, one_retry
        NULL::boolean AS readers,
 --- end
-       done.queue
+       done.queue, done.ordering_key
   FROM done

@@ -1,10 +1,10 @@
 --- params: ids int8[], now timestamptz
---- columns: id, transaction_id
+--- columns: id, transaction_id, ordering_key, queue
 -- The jobs a claim found under an expired lease with every attempt used (claim.sql,
 -- gave_up), still locked by that claim's statement: each finishes as failed, with its
 -- event (the finished row: sql/schema.sql, send_job_events), and moves to
 -- send_jobs_finished. The fence repeats what the claim saw, which its row locks kept
--- true.
+-- true. The key and queue: a key whose queue blocks its keys stops here (key_block.sql).
 WITH leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs AS job
      WHERE job.id = ANY ($1) AND job.status = 'in_flight'
@@ -21,4 +21,4 @@ SELECT id, queue, payload, transaction_id, idempotency_key, 'failed', attempts,
            ' of ', max_attempts, ' expired', ' (last error: ' || last_error || ')'),
        created_at, $2, redrive_of, ordering_key, priority
   FROM leaving
-RETURNING id, transaction_id
+RETURNING id, transaction_id, ordering_key, queue

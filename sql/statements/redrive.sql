@@ -23,6 +23,13 @@ created AS (
      WHERE NOT EXISTS (SELECT FROM earlier WHERE earlier.redrive_of = failed.id)
      ORDER BY id
  RETURNING id, redrive_of
+),
+-- A failed job that stopped its ordering key hands the key to its new job, which goes
+-- first (sendjobs_blocked_keys, claim.sql).
+handed AS (
+    UPDATE @extschema@.sendjobs_blocked_keys AS blocked SET job_id = created.id
+      FROM created
+     WHERE blocked.job_id = created.redrive_of
 )
 SELECT failed.id, coalesce(created.id, earlier.id) AS new_id, created.id IS NOT NULL AS created,
        failed.transaction_id, failed.queue

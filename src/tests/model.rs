@@ -103,6 +103,13 @@ mod tests {
             tick: u32,
         },
         Purge,
+        /// sendjobs_block_keys: whether a job with an ordering key that fails for good
+        /// stops the rest of its key.
+        BlockKeys(bool),
+        /// sendjobs_unblock_key of 'order-{n}'.
+        Unblock {
+            order: u8,
+        },
     }
 
     fn due() -> impl Strategy<Value = Due> {
@@ -149,6 +156,8 @@ mod tests {
             1 => any::<usize>().prop_map(|job| Op::Cancel { job }),
             2 => (any::<usize>(), 0u32..20).prop_map(|(job, tick)| Op::Redrive { job, tick }),
             1 => Just(Op::Purge),
+            1 => any::<bool>().prop_map(Op::BlockKeys),
+            1 => (0u8..2).prop_map(|order| Op::Unblock { order }),
         ]
     }
 
@@ -194,6 +203,10 @@ mod tests {
         cap: Option<i32>,
         /// The rate's bucket: whole claims left (it refills by less than one in a case).
         tokens: Option<usize>,
+        /// Whether a failure stops its key, and the stopped keys: key -> the job that
+        /// stops it (the failed job, then its redrive).
+        block_keys: bool,
+        blocked: HashMap<u8, i64>,
     }
 
     #[derive(Clone, Copy, PartialEq, Eq)]
@@ -233,15 +246,38 @@ mod tests {
         /// In claim order: a job whose last lease expired gives up (failed, its event, its
         /// business row stamped) and takes no place; the others are claimed, up to batch.
         /// A pending ordered job is claimable when no older unfinished job of its key
-        /// exists and none of its key is in flight (as the round found them).
-        fn key_free(jobs: &[Job], job: &Job) -> bool {
+        /// exists and none of its key is in flight (as the round found them); a stopped
+        /// key's only claimable job is the one that stops it (older ones of its key
+        /// waiting), while that one is unfinished or failed.
+        fn key_free(jobs: &[Job], blocked: &HashMap<u8, i64>, job: &Job) -> bool {
             let Some(order) = job.order else { return true };
+            let stopping = blocked.get(&order).copied();
+            let holds = |id: i64| {
+                jobs.iter()
+                    .any(|j| j.id == id && matches!(j.status, "pending" | "in_flight" | "failed"))
+            };
+            if stopping.is_some_and(|id| id != job.id && holds(id)) {
+                return false;
+            }
+            let first = stopping == Some(job.id);
             !jobs.iter().any(|other| {
                 other.order == Some(order)
                     && other.id != job.id
                     && (other.status == "in_flight"
-                        || (other.id < job.id && matches!(other.status, "pending")))
+                        || (!first && other.id < job.id && matches!(other.status, "pending")))
             })
+        }
+
+        /// A job that failed for good: its key stops there when failures stop keys.
+        fn failed_for_good(&mut self, id: i64) {
+            let order = self
+                .jobs
+                .iter()
+                .find(|job| job.id == id)
+                .and_then(|job| job.order);
+            if let (true, Some(order)) = (self.block_keys, order) {
+                self.blocked.insert(order, id);
+            }
         }
 
         /// The claim: its passes, each in rounds (a round takes up to what is wanted in
@@ -298,6 +334,7 @@ mod tests {
                     return;
                 }
                 let snapshot = self.jobs.clone();
+                let blocked = self.blocked.clone();
                 let mut eligible: Vec<(i64, i64)> = snapshot
                     .iter()
                     .filter(|job| matches!(job.due, Due::Tick(_)))
@@ -307,9 +344,9 @@ mod tests {
                     .filter(|job| match (pass, job.status) {
                         (Pass::Unordered, "pending") => job.order.is_none(),
                         (Pass::Ordered, "pending") => {
-                            job.order.is_some() && Self::key_free(&snapshot, job)
+                            job.order.is_some() && Self::key_free(&snapshot, &blocked, job)
                         }
-                        (Pass::Limited, "pending") => Self::key_free(&snapshot, job),
+                        (Pass::Limited, "pending") => Self::key_free(&snapshot, &blocked, job),
                         (Pass::Unordered | Pass::Limited, "in_flight") => job.lease_expired,
                         _ => false,
                     })
@@ -327,6 +364,7 @@ mod tests {
                         if let Some(transaction) = job.transaction.clone() {
                             self.guarded_update(&transaction, "failed");
                         }
+                        self.failed_for_good(id);
                         gave_up = true;
                         continue;
                     }
@@ -362,15 +400,21 @@ mod tests {
 
         /// Deletes every finished job (a purge with older_than 0), returning how many, but a
         /// redriven job's new job while the failed job it sends again is still there (this
-        /// purge deletes that one; the next deletes the new job).
+        /// purge deletes that one; the next deletes the new job), and a failed job that
+        /// stops its key; and the stops that their job no longer holds.
         fn purge(&mut self) -> i64 {
             let finished = |job: &Job| matches!(job.status, "sent" | "failed" | "cancelled");
-            let kept: Vec<i64> = self
+            let mut kept: Vec<i64> = self
                 .redriven
                 .iter()
                 .filter(|(failed, _)| self.jobs.iter().any(|job| job.id == **failed))
                 .map(|(_, new)| *new)
                 .collect();
+            kept.extend(self.blocked.values().filter(|id| {
+                self.jobs
+                    .iter()
+                    .any(|job| job.id == **id && job.status == "failed")
+            }));
             let gone: Vec<i64> = self
                 .jobs
                 .iter()
@@ -381,6 +425,12 @@ mod tests {
             self.keys.retain(|_, id| !gone.contains(id));
             self.redriven.retain(|failed, _| !gone.contains(failed));
             self.finalized.retain(|id, _| !gone.contains(id));
+            let jobs = &self.jobs;
+            self.blocked.retain(|_, id| {
+                jobs.iter().any(|job| {
+                    job.id == *id && matches!(job.status, "pending" | "in_flight" | "failed")
+                })
+            });
             gone.len() as i64
         }
 
@@ -425,6 +475,9 @@ mod tests {
                         "failed"
                     },
                 );
+            }
+            if status == "failed" {
+                self.failed_for_good(id);
             }
             "applied"
         }
@@ -783,6 +836,12 @@ mod tests {
                     ))
                     .unwrap();
                     model.redriven.insert(job.id, got);
+                    // A failed job that stops its key hands it to its new job.
+                    for stopping in model.blocked.values_mut() {
+                        if *stopping == job.id {
+                            *stopping = got;
+                        }
+                    }
                     model.jobs.push(Job {
                         id: got,
                         status: "pending",
@@ -806,6 +865,17 @@ mod tests {
                 let want = model.purge();
                 if got != want {
                     return Err(format!("purge = {got}, model {want}"));
+                }
+            }
+            Op::BlockKeys(block) => {
+                Spi::run(&format!("SELECT sendjobs_block_keys('default', {block})")).unwrap();
+                model.block_keys = block;
+            }
+            Op::Unblock { order } => {
+                let got = sut_one::<bool>(&format!("SELECT sendjobs_unblock_key('order-{order}')"));
+                let want = model.blocked.remove(&order).is_some();
+                if got != want {
+                    return Err(format!("unblock_key(order-{order}) = {got}, model {want}"));
                 }
             }
             Op::SetBusiness { job, status } => {

@@ -259,3 +259,60 @@ SELECT sendjobs_pause('own-pause');
 PREPARE TRANSACTION 'sendjobs-pause';
 \set VERBOSITY default
 SELECT paused FROM sendjobs_queues WHERE queue = 'own-pause';
+
+-- ----------------------------------------------------------------------------
+-- A queue that blocks its keys: a job that fails for good stops the rest of its key
+-- ----------------------------------------------------------------------------
+-- sendjobs_block_keys: from then on, a job of the queue with an ordering key that fails
+-- for good (a failed finalize, a retry on its last attempt, a lease expired on its last
+-- attempt) stops its key: no job of the key is claimed but the failed job's redrive,
+-- which goes first, until that redrive was sent or cancelled, or sendjobs_unblock_key.
+SELECT sendjobs_block_keys('strict', true);
+SELECT sendjobs_enqueue(jsonb_build_object('job', name), 'strict', ordering_key => key, max_attempts => 1) > 0 AS enqueued
+  FROM (VALUES ('b1-first', 'b1'), ('b1-second', 'b1'), ('b1-third', 'b1'), ('b2-first', 'b2'),
+               ('b2-second', 'b2'), ('b3-first', 'b3'), ('b3-second', 'b3'), ('b4-first', 'b4'),
+               ('b4-second', 'b4')) AS v(name, key);
+CREATE TEMP VIEW strict AS
+    SELECT id, payload->>'job' AS job, status FROM send_jobs WHERE queue = 'strict';
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'strict') AS c ORDER BY c.id;
+-- b1 fails, b2 is sent, b3 retries on its last attempt (so fails), b4's lease expires on
+-- its last attempt (so it gives up at the next claim).
+SELECT sendjobs_finalize(id, 1, 'failed', 'HTTP 400') FROM strict WHERE job = 'b1-first';
+SELECT sendjobs_finalize(id, 1, 'sent') FROM strict WHERE job = 'b2-first';
+SELECT sendjobs_finalize(id, 1, 'retry', 'HTTP 503') FROM strict WHERE job = 'b3-first';
+UPDATE send_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = (SELECT id FROM strict WHERE job = 'b4-first');
+-- Only b2 goes on, here and from any queue.
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'strict') AS c ORDER BY c.id;
+SELECT sendjobs_finalize(id, 1, 'sent') FROM strict WHERE job = 'b2-second';
+SELECT count(*) AS claimed FROM sendjobs_claim(10, '1 minute') WHERE queue = 'strict';
+SELECT b.ordering_key, s.job, s.status FROM sendjobs_blocked_keys AS b JOIN strict AS s ON s.id = b.job_id ORDER BY 1;
+-- A redrive of b1's failed job goes first, before the older jobs of its key; once it was
+-- sent, the rest of the key goes in order.
+SELECT new_id > 0 AS redriven FROM sendjobs_redrive(ARRAY(SELECT id FROM strict WHERE job = 'b1-first'));
+SELECT c.payload->>'job' AS claimed, c.redrive_of IS NOT NULL AS a_redrive FROM sendjobs_claim(10, '1 minute', 'strict') AS c ORDER BY c.id;
+SELECT sendjobs_finalize(c.id, c.claim_generation, 'sent')
+  FROM send_jobs AS c WHERE c.queue = 'strict' AND c.status = 'in_flight';
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'strict') AS c ORDER BY c.id;
+-- sendjobs_unblock_key lets b3 go on (true: it was stopped; false: it no longer is).
+SELECT sendjobs_unblock_key('b3') AS was_stopped, sendjobs_unblock_key('b3') AS again;
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'strict') AS c ORDER BY c.id;
+-- A cancel of the redrive that holds b4 lets the rest of b4 go.
+SELECT new_id > 0 AS redriven FROM sendjobs_redrive(ARRAY(SELECT id FROM strict WHERE job = 'b4-first'));
+SELECT sendjobs_cancel(id) FROM ONLY send_jobs WHERE queue = 'strict' AND redrive_of IS NOT NULL AND status = 'pending';
+SELECT c.payload->>'job' AS claimed FROM sendjobs_claim(10, '1 minute', 'strict') AS c ORDER BY c.id;
+-- The purge keeps a failed job while it stops its key, and drops the stops that their job
+-- no longer holds.
+SELECT sendjobs_finalize(c.id, c.claim_generation, 'failed')
+  FROM send_jobs AS c WHERE c.queue = 'strict' AND c.status = 'in_flight' AND c.payload->>'job' = 'b1-second';
+SELECT sendjobs_purge('0 seconds', 1000) > 0 AS purged;
+SELECT b.ordering_key, s.job, s.status FROM sendjobs_blocked_keys AS b JOIN strict AS s ON s.id = b.job_id ORDER BY 1;
+SELECT count(*) AS kept FROM send_jobs_finished WHERE queue = 'strict';
+-- Off again: a failure lets the next of its key go, as in a queue that never blocked.
+SELECT sendjobs_block_keys('strict', false);
+SELECT block_keys FROM sendjobs_queues WHERE queue = 'strict';
+\set VERBOSITY sqlstate
+SELECT sendjobs_block_keys(NULL, true);
+SELECT sendjobs_block_keys('', true);
+SELECT sendjobs_block_keys('strict', NULL);
+SELECT sendjobs_unblock_key(NULL);
+\set VERBOSITY default
