@@ -8,6 +8,6 @@ ALTER TABLE ONLY @extschema@.send_jobs ADD CONSTRAINT send_jobs_live_check
     CHECK (@extschema@.sendjobs_job_state_is_valid(status, attempts, max_attempts,
                claim_generation, claimed_at, lease_expires_at, finished_at, true)) NO INHERIT;
 ALTER TABLE @extschema@.send_jobs_finished ADD CONSTRAINT send_jobs_finished_check
-    CHECK (status IN ('sent', 'failed', 'cancelled')
+    CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['sent', 'failed', 'cancelled'])
            AND @extschema@.sendjobs_job_state_is_valid(status, attempts, max_attempts,
                claim_generation, claimed_at, lease_expires_at, finished_at, false));

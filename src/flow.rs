@@ -147,7 +147,9 @@ fn sendjobs_unblock_key(ordering_key: Option<&str>) -> bool {
 
 fn unblock_key(ordering_key: Option<&str>) -> Result<bool> {
     let key = required(ordering_key, "ordering_key")?;
-    Spi::connect_mut(|client| Ok(!KEY_UNBLOCK.run(client, &[key.into()])?.is_empty()))
+    Spi::connect_mut(|client| {
+        Ok(first::<bool>(KEY_UNBLOCK.run(client, &[key.into()])?, "stopped")? == Some(true))
+    })
 }
 
 /// A job with an ordering key that failed for good: its key, id and queue.

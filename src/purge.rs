@@ -9,6 +9,9 @@ use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::statements::{first, statement, Statement};
 
 static PURGE: Statement = statement!("purge.sql");
+// The stops of ordering keys that no job holds any more: locked, then judged again.
+static STOPS_LOCK: Statement = statement!("stops_lock.sql");
+static STOPS_DELETE: Statement = statement!("stops_delete.sql");
 
 /// A purge's largest batch: its rows are locked and deleted in one statement, so its
 /// locks and its WAL stay bounded.
@@ -38,7 +41,18 @@ fn purge(older_than: Option<Interval>, batch: Option<i32>) -> Result<i64> {
     }
     Spi::connect_mut(|client| {
         let deleted = PURGE.run(client, &[cutoff.into(), i64::from(batch).into()])?;
-        Ok(first::<i64>(deleted, "deleted")?.unwrap_or(0))
+        let deleted = first::<i64>(deleted, "deleted")?.unwrap_or(0);
+        let void = STOPS_LOCK
+            .run(client, &[])?
+            .map(|row| row.get_by_name::<String, _>("ordering_key"))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if !void.is_empty() {
+            STOPS_DELETE.run(
+                client,
+                &[void.into_iter().flatten().collect::<Vec<_>>().into()],
+            )?;
+        }
+        Ok(deleted)
     })
 }
 

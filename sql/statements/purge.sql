@@ -11,8 +11,8 @@
 -- a purge reaches it first, unless a redrive holds it. An event that a consumer of the
 -- outbox has not passed yet stays (it is not visible in the consumer's passed snapshot):
 -- docs/decisions/0011-one-row-per-finished-job.md. A failed job that stops its ordering
--- key (sendjobs_blocked_keys) stays while it does, and a stop whose job no longer holds it
--- goes.
+-- key (sendjobs_blocked_keys) stays while it does (the stops that no job holds any more go
+-- afterwards: stops_lock.sql).
 WITH old AS MATERIALIZED (
     SELECT job.id FROM @extschema@.send_jobs_finished AS job
      WHERE job.finished_at < $1
@@ -32,12 +32,5 @@ gone AS (
 keys AS (
     DELETE FROM @extschema@.send_job_keys AS key USING gone
      WHERE key.idempotency_key = gone.idempotency_key AND key.job_id = gone.id
-),
--- The stops of keys that their job no longer holds (sent or cancelled, or purged now).
-unstopped AS (
-    DELETE FROM @extschema@.sendjobs_blocked_keys AS blocked
-     WHERE NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS stopping WHERE stopping.id = blocked.job_id)
-       AND NOT EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
-                        WHERE stopping.id = blocked.job_id AND stopping.status = 'failed')
 )
 SELECT pg_catalog.count(*) AS deleted FROM gone

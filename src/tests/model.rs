@@ -873,7 +873,11 @@ mod tests {
             }
             Op::Unblock { order } => {
                 let got = sut_one::<bool>(&format!("SELECT sendjobs_unblock_key('order-{order}')"));
-                let want = model.blocked.remove(&order).is_some();
+                let want = model.blocked.remove(&order).is_some_and(|id| {
+                    model.jobs.iter().any(|job| {
+                        job.id == id && matches!(job.status, "pending" | "in_flight" | "failed")
+                    })
+                });
                 if got != want {
                     return Err(format!("unblock_key(order-{order}) = {got}, model {want}"));
                 }
