@@ -152,11 +152,13 @@ picked AS MATERIALIZED (
 -- The rows are found again by the place their lock found them at (a TID scan: a row
 -- this claim locked cannot move before its transaction ends): a probe of the primary key
 -- per row cost a claim of 100 jobs a tenth of its instructions (callgrind; BENCHMARKS.md,
--- "Instructions per job"). A row that another transaction claimed and put back due again
--- (a retry with a retry_at in the past) between this statement's snapshot and its lock is
+-- "Instructions per job"). A row that other transactions claimed and put back due again
+-- between this statement's snapshot and its lock (a retry whose retry_at is before this
+-- claim's instant: a retry at its own now() is after it, and fails the lock's recheck) is
 -- locked in a version the snapshot does not see, which the TID scan then skips: that job
 -- is not claimed by this call (nor by any other until this transaction ends), and the
--- claim comes back that much shorter (decision 0014, "Limits"). Their claim order is the
+-- claim comes back that much shorter (decision 0014, "Limits"; counting the rows picked
+-- to catch it cost a claim of one job 6% of its instructions). Their claim order is the
 -- row's own (the claim changes neither its due time nor its priority).
 claimed AS (
     UPDATE ONLY @extschema@.send_jobs AS job
