@@ -252,6 +252,14 @@ def interleaved(a, folder, header, measure, after=None):
     return got
 
 
+def write_report(folder, lines):
+    """Writes the report's lines to FOLDER/report.md and prints them; the exit status."""
+    text = "\n".join(lines) + "\n"
+    (folder / "report.md").write_text(text)
+    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
+    return 0
+
+
 def instructions_main(a, folder, meta, queue):
     """--instructions: instructions per job of one client's backend, A and B interleaved."""
     batches = common.parse_list(a.batches)
@@ -280,10 +288,7 @@ def instructions_main(a, folder, meta, queue):
             f"| {batch} | {count([r[0] for r in ra])} | {count([r[0] for r in rb])} | {ratio(batch, 0)} | "
             f"{count([r[1] for r in ra])} | {count([r[1] for r in rb])} | {ratio(batch, 1)} | "
             f"{count([r[2] for r in ra])} | {count([r[2] for r in rb])} | {ratio(batch, 2)} |")
-    text = "\n".join(lines) + "\n"
-    (folder / "report.md").write_text(text)
-    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
-    return 0
+    return write_report(folder, lines)
 
 
 def cpu_main(a, folder, meta, queue):
@@ -314,10 +319,7 @@ def cpu_main(a, folder, meta, queue):
             f"{us([r[1] for r in ra])} | {us([r[1] for r in rb])} | {paired(batch, lambda r: r[1])} | "
             f"{paired(batch, lambda r: r[0] + r[1])} | {statistics.median(r[2] for r in ra):,.0f} | "
             f"{statistics.median(r[2] for r in rb):,.0f} |")
-    text = "\n".join(lines) + "\n"
-    (folder / "report.md").write_text(text)
-    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
-    return 0
+    return write_report(folder, lines)
 
 
 def main(argv):
@@ -414,10 +416,7 @@ def main(argv):
         wa, wb = statistics.median(wal[((clients, batch), "arm_a")]), statistics.median(wal[((clients, batch), "arm_b")])
         lines.append(f"| {clients} | {batch} | {spread(ra)} | {spread(rb)} | "
                      f"{statistics.median(rb) / statistics.median(ra):.3f} | {wa:,.0f} | {wb:,.0f} |")
-    text = "\n".join(lines) + "\n"
-    (folder / "report.md").write_text(text)
-    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
-    return 0
+    return write_report(folder, lines)
 
 
 if __name__ == "__main__":
