@@ -4,7 +4,10 @@ and the benchmark all start their PostgreSQL clusters through it (the major of S
 18 by default: scripts/postgres-majors).
 
 As a library (`from cluster import Cluster, Workdir`): the soak drives clusters itself
-(crashes, restarts, a standby to promote). As a command, it wraps another one:
+(crashes, restarts, a standby to promote): `Workdir(name)` makes the folder (`.path`,
+`.remove()`); `Cluster(workdir.path)` then `initdb()`, `start()`, `stop(mode)` ("fast" or
+"immediate", a crash), `env()` (PGHOST, PGPORT, ... for a client), `basebackup(primary)`,
+`promote()`, `reload()`, `running()`, `last_errors()`. As a command, it wraps another one:
 
     python3 tests/cluster.py run [--name NAME] [-c setting=value ...] -- COMMAND ...
 
