@@ -48,11 +48,11 @@ COMMENT ON FUNCTION @extschema@.sendjobs_unblock_key(text) IS
 COMMENT ON FUNCTION @extschema@.sendjobs_stats() IS
     'One row per queue with unfinished jobs or events in the last 5 minutes: ready, scheduled, in_flight, expired (awaiting reclaim), at_last_attempt (in flight on their last attempt), oldest_ready_age, sent/failed/cancelled in the last 5 minutes, estimated (ready, scheduled and the 5-minute counts are exact up to 10,000, estimated from a sample above); and on every row send_jobs'' dead tuples and the oldest transaction holding back vacuum (age, and xmin age in transactions); and the queue''s flow control: paused, max_in_flight (its use: in_flight), rate and the tokens of its bucket now (sendjobs_limit).';
 COMMENT ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean) IS
-    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event of the jobs that finish from now on (from_start: of every job still kept). reader: only that role''s members may read it (NULL: any role with the relay level). wake: a finish then sends the outbox''s wake-up at its commit. sendjobs_purge keeps an event until every consumer has passed it.';
+    'Creates a consumer of the outbox: it reads, with sendjobs_read_events, every event not yet committed when it is created, its own transaction''s included (from_start: every event still kept, too). reader: only that role''s members may read it (NULL: any role with the relay level). wake: a finish then sends the outbox''s wake-up at its commit. sendjobs_purge keeps an event until every consumer has passed it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_drop_consumer(text) IS
     'Drops a consumer of the outbox: sendjobs_purge no longer keeps events for it.';
 COMMENT ON FUNCTION @extschema@.sendjobs_read_events(text, integer) IS
-    'Reads up to max events of the outbox for a consumer, the next after its position, and moves the position past them in the caller''s transaction (a rollback reads them again). Every event once per consumer, in commit order: batches of what became visible between two snapshots, each in (transaction, job id) order. Fewer than max rows: caught up.';
+    'Reads up to max events of the outbox for a consumer, the next after its position, and moves the position past them in the caller''s transaction (a rollback reads them again). Every event once per consumer, in batches that follow commit order (what had committed when a batch was taken is in it or an earlier one), each batch in (transaction, job id) order. Fewer than max rows: caught up.';
 COMMENT ON FUNCTION @extschema@.sendjobs_revoke(regrole, text) IS
     'Takes an access level from a role (the privileges it shares with another level go too: grant that level again).';
 
@@ -102,7 +102,7 @@ COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
 COMMENT ON CONSTRAINT send_jobs_finished_check ON @extschema@.send_jobs_finished IS
     'The row rule (sendjobs_job_state_is_valid): only finished jobs (sent, failed, cancelled), with finished_at and no lease, counters in range.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_redrive_of_idx IS 'A failed job is redriven at most once: the redrives that finished (partial).';
-COMMENT ON INDEX @extschema@.send_jobs_finished_event_xid_idx IS 'The outbox in commit order: sendjobs_read_events pages through a batch by it; sendjobs_stats finds the last 5 minutes by it.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_event_xid_idx IS 'The outbox in its reading order: sendjobs_read_events pages through a batch by it; sendjobs_stats finds the last 5 minutes by it.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_finished_at_idx IS 'Finished jobs by age (BRIN): what sendjobs_purge deletes.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_unsent_idx IS 'Failed and cancelled jobs by age: their exact 5-minute counts in sendjobs_stats.';
 DO $$
@@ -132,9 +132,9 @@ COMMENT ON COLUMN @extschema@.send_job_events.kind IS 'sent, failed or cancelled
 COMMENT ON COLUMN @extschema@.send_job_events.claim_generation IS 'The job''s claim_generation when it finished (for sent and failed: the claim whose finalize applied, or whose lease expired on the last attempt).';
 COMMENT ON COLUMN @extschema@.send_job_events.created_at IS 'When the job finished (database clock): its finished_at.';
 COMMENT ON COLUMN @extschema@.send_job_events.queue IS 'The job''s queue.';
-COMMENT ON COLUMN @extschema@.send_job_events.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON COLUMN @extschema@.send_job_events.event_xid IS 'The transaction that finished the job: the outbox''s batches are read in its order (sendjobs_read_events).';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.outcome IS 'The outcome of the finalize that finished the job (sent, failed, or retry on its last attempt); NULL when no finalize did (it gave up, or was cancelled), and for a job that finished before 0.3.0.';
-COMMENT ON COLUMN @extschema@.send_jobs_finished.event_xid IS 'The transaction that finished the job: its place in the outbox''s commit order (sendjobs_read_events).';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.event_xid IS 'The transaction that finished the job: the outbox''s batches are read in its order (sendjobs_read_events).';
 
 -- sendjobs_consumers
 COMMENT ON TABLE @extschema@.sendjobs_consumers IS

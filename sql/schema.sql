@@ -124,7 +124,7 @@ ALTER TABLE @extschema@.send_jobs_finished
 -- sendjobs_redrive looks here for an earlier redrive of a failed job (in send_jobs too).
 CREATE UNIQUE INDEX send_jobs_finished_redrive_of_idx
     ON @extschema@.send_jobs_finished (redrive_of) WHERE redrive_of IS NOT NULL;
--- The outbox in commit order: the events' reader pages through a batch by it, and
+-- The outbox in its reading order: the events' reader pages through a batch by it, and
 -- sendjobs_stats finds the last 5 minutes' events by it. A B-tree: a reader that fell
 -- behind must find its place without reading what it already passed, also within one
 -- transaction's events (the history an update from 0.2.x gives one xid): hence the id.
