@@ -67,17 +67,10 @@ SELECT id, status, last_error FROM send_jobs WHERE id = 5;
 -- The invariants, over everything this file did
 -------------------------------------------------------------------------------------
 
--- Every terminal job (sent, failed, cancelled) has exactly one event of its kind; no
--- other job has one; no job was claimed more than max_attempts times.
-SELECT count(*) FILTER (WHERE s.status IN ('sent', 'failed', 'cancelled')) AS terminal,
-       count(*) FILTER (WHERE s.status IN ('sent', 'failed', 'cancelled')
-                          AND (SELECT count(*) FROM send_job_events e
-                                WHERE e.job_id = s.id AND e.kind = s.status) = 1)
-         AS terminal_with_one_event,
-       (SELECT count(*) FROM send_job_events e JOIN send_jobs j ON j.id = e.job_id
-         WHERE j.status NOT IN ('sent', 'failed', 'cancelled')) AS events_of_unfinished_jobs,
-       count(*) FILTER (WHERE s.attempts > s.max_attempts) AS over_max_attempts
-  FROM send_jobs s;
+-- tests/pg_regress/include/invariants.psql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set invariants :abs_srcdir '/include/invariants.psql'
+\i :invariants
 
 DROP TABLE payments;
 DROP EXTENSION sendjobs;
