@@ -186,27 +186,11 @@ CALLGRIND_PARTS = {"claim": ("sendjobs_claim_wrapper",),
                    "finalize": ("sendjobs_finalize_wrapper", "sendjobs_finalize_batch_wrapper")}
 
 
-def callgrind_counts(path):
-    """(all, {part: inclusive}) instructions of one process's callgrind output."""
-    import re
-    import subprocess
-    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
-                         check=True, capture_output=True, text=True).stdout
-    total = int(re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", out, re.M).group(1).replace(",", ""))
-    parts = {}
-    for part, names in CALLGRIND_PARTS.items():
-        parts[part] = sum(int(m.group(1).replace(",", "")) for name in names
-                          for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S+:" + re.escape(name) + r" \[", out, re.M))
-    return total, parts
-
-
 def run_instructions(db, batch, cycles, queue, outcome, outdir, reset_arm):
     """(all, claim, finalize) instructions per job of the backend running the cycle,
     counted by callgrind: the difference between a connection that ran `cycles` cycles
     more than another, each from the same reset state, so that the connection's start,
     the plans' making and the first cycles cancel out."""
-    import os
-    import time
     counts = []
     for n in (10, 10 + cycles):
         reset_arm()
@@ -214,13 +198,7 @@ def run_instructions(db, batch, cycles, queue, outcome, outdir, reset_arm):
         for _ in range(n):
             cycle()
         conn.close()
-        path = os.path.join(outdir, f"cg.{pid}")
-        for _ in range(600):  # written when the backend exits
-            if os.path.exists(path) and os.path.getsize(path) > 0:
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
-        counts.append(callgrind_counts(path))
+        counts.append(common.callgrind_counts(common.callgrind_output(outdir, pid), CALLGRIND_PARTS))
     (t1, p1), (t2, p2) = counts
     jobs = cycles * batch
     return (t2 - t1) / jobs, (p2["claim"] - p1["claim"]) / jobs, (p2["finalize"] - p1["finalize"]) / jobs
@@ -252,14 +230,6 @@ def interleaved(a, folder, header, measure, after=None):
     return got
 
 
-def write_report(folder, lines):
-    """Writes the report's lines to FOLDER/report.md and prints them; the exit status."""
-    text = "\n".join(lines) + "\n"
-    (folder / "report.md").write_text(text)
-    print("\n" + text + f"\n== ab: written to {folder}", flush=True)
-    return 0
-
-
 def instructions_main(a, folder, meta, queue):
     """--instructions: instructions per job of one client's backend, A and B interleaved."""
     batches = common.parse_list(a.batches)
@@ -288,7 +258,7 @@ def instructions_main(a, folder, meta, queue):
             f"| {batch} | {count([r[0] for r in ra])} | {count([r[0] for r in rb])} | {ratio(batch, 0)} | "
             f"{count([r[1] for r in ra])} | {count([r[1] for r in rb])} | {ratio(batch, 1)} | "
             f"{count([r[2] for r in ra])} | {count([r[2] for r in rb])} | {ratio(batch, 2)} |")
-    return write_report(folder, lines)
+    return common.write_report(folder, "\n".join(lines) + "\n", "ab")
 
 
 def cpu_main(a, folder, meta, queue):
@@ -319,7 +289,7 @@ def cpu_main(a, folder, meta, queue):
             f"{us([r[1] for r in ra])} | {us([r[1] for r in rb])} | {paired(batch, lambda r: r[1])} | "
             f"{paired(batch, lambda r: r[0] + r[1])} | {statistics.median(r[2] for r in ra):,.0f} | "
             f"{statistics.median(r[2] for r in rb):,.0f} |")
-    return write_report(folder, lines)
+    return common.write_report(folder, "\n".join(lines) + "\n", "ab")
 
 
 def main(argv):
@@ -416,7 +386,7 @@ def main(argv):
         wa, wb = statistics.median(wal[((clients, batch), "arm_a")]), statistics.median(wal[((clients, batch), "arm_b")])
         lines.append(f"| {clients} | {batch} | {spread(ra)} | {spread(rb)} | "
                      f"{statistics.median(rb) / statistics.median(ra):.3f} | {wa:,.0f} | {wb:,.0f} |")
-    return write_report(folder, lines)
+    return common.write_report(folder, "\n".join(lines) + "\n", "ab")
 
 
 if __name__ == "__main__":

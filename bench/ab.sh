@@ -58,14 +58,12 @@ cp "$a_pkg/$("$PG_CONFIG" --pkglibdir)"/sendjobs*.so "$lib/"
 as_root install -m 644 "$a_pkg/$EXTDIR/sendjobs--$a_as.sql" "$EXTDIR/sendjobs--$a_as.sql"
 as_root sed -i "s/'MODULE_PATHNAME'/'sendjobs'/g" "$EXTDIR/sendjobs--$a_as.sql"
 # --instructions: the server runs under callgrind, which writes each backend's counts to
-# a folder of its own (valgrind from Debian's package).
+# a folder of its own (scripts/lib.sh).
 callgrind=()
 given="$*"
 case " $* " in
   *" --instructions "*)
-    command -v valgrind >/dev/null || as_root apt-get install -y -qq valgrind
-    counts=$(mktemp -d /tmp/sendjobs-ab-callgrind.XXXXXX)
-    chmod 777 "$counts"
+    counts=$(callgrind_folder ab)
     callgrind=(--callgrind "$counts")
     trap 'cleanup; rm -rf "$counts"' EXIT
     set -- "$@" --callgrind-dir "$counts" ;;

@@ -199,15 +199,18 @@ def parse_pgbench(out):
     return r
 
 
-def pgbench(db, script, clients, duration, variables=(), latencies=False, progress=0, check=False):
+def pgbench(db, script, clients, duration, variables=(), latencies=False, progress=0, check=False,
+            transactions=None):
     """One `pgbench -n -M prepared` run of `script` in database `db` (-j: as many threads as
-    clients, at most one per core). Returns parse_pgbench()'s figures, `progress`
-    [(s, tps)] of the -P intervals, and `error` ("" when the run went through: exit 0, no
-    client aborted, no transaction failed); check=True stops on an error instead."""
+    clients, at most one per core), for `duration` seconds, or `transactions` per client
+    (-t; `duration` then only bounds the wait). Returns parse_pgbench()'s figures,
+    `progress` [(s, tps)] of the -P intervals, and `error` ("" when the run went through:
+    exit 0, no client aborted, no transaction failed); check=True stops on an error
+    instead."""
+    length = ["-t", str(transactions)] if transactions else ["-T", str(max(1, int(round(duration))))]
     cmd = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", *(["-r"] if latencies else []),
            *(["-P", str(progress)] if progress else []),
-           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
-           "-T", str(max(1, int(round(duration))))]
+           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), *length]
     for name, value in dict(variables).items():
         cmd += ["-D", f"{name}={value}"]
     cmd += ["-f", str(script), db]
@@ -228,6 +231,36 @@ def pgbench(db, script, clients, duration, variables=(), latencies=False, progre
     if check and r["error"]:
         raise SystemExit(f"bench: pgbench {script} in {db} failed: {r['error']}")
     return r
+
+
+# --------------------------------------------------------------------------------------
+# Instructions: a server under valgrind's callgrind (tests/cluster.py run --callgrind DIR)
+
+
+def callgrind_output(folder, pid, limit_s=60):
+    """The path of process `pid`'s counts in `folder`, once written (when it exits)."""
+    path = Path(folder) / f"cg.{pid}"
+    deadline = time.time() + limit_s
+    while not (path.exists() and path.stat().st_size > 0):
+        if time.time() > deadline:
+            raise SystemExit(f"bench: no callgrind output {path} after {limit_s} s")
+        time.sleep(0.1)
+    time.sleep(0.5)   # callgrind writes the file in pieces
+    return path
+
+
+def callgrind_counts(path, parts=None):
+    """(all, {part: inclusive}) instructions of one process's callgrind output; `parts`
+    names, for each part, the functions whose inclusive counts it sums."""
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(path)],
+                         check=True, capture_output=True, text=True).stdout
+    total = int(re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", out, re.M).group(1).replace(",", ""))
+    counts = {}
+    for part, names in (parts or {}).items():
+        counts[part] = sum(int(m.group(1).replace(",", "")) for name in names
+                           for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S+:" + re.escape(name) + r" \[",
+                                                out, re.M))
+    return total, counts
 
 
 # --------------------------------------------------------------------------------------
@@ -346,6 +379,15 @@ def run_meta(command):
         "pgbench": sh(f"{PGBIN}/pgbench --version"),
         "library": library_meta(),
     }
+
+
+def write_report(folder, text, kind):
+    """Writes a run's report to FOLDER/report.md and prints it; the exit status."""
+    path = Path(folder) / "report.md"
+    path.write_text(text)
+    print("\n" + text, flush=True)
+    log(f"== {kind}: report written to {path}")
+    return 0
 
 
 def write_meta(folder, meta):

@@ -37,6 +37,7 @@ import os
 import random
 import statistics
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
@@ -345,7 +346,18 @@ def main(argv):
     p.add_argument("--command", default="bash bench/peers.sh " + " ".join(argv), help=argparse.SUPPRESS)
     p.add_argument("--prepare-only", action="store_true", help="fetch the peers into the cache, exit")
     p.add_argument("--report-only", metavar="DIR", help="rebuild the report of a run's folder, exit")
-    a = common.resolve_grid(p.parse_args(argv))
+    p.add_argument("--instructions", action="store_true",
+                   help="count the instructions per job of each arm's backend, one client (callgrind; "
+                        "bench/peers.sh starts the server so; --clients, --duration and --warmup are "
+                        "ignored; --backlogs defaults to 10000)")
+    p.add_argument("--cycles", type=int, default=1000,
+                   help="with --instructions: jobs a run does more than its twin (default 1000; at "
+                        "least 20 cycles)")
+    p.add_argument("--callgrind-dir", default=None, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.instructions and not a.backlogs:
+        a.backlogs = "10000"   # loading 1,000,000 jobs under callgrind takes minutes
+    a = common.resolve_grid(a)
     a.arms = [x for x in a.arms.split(",") if x]
     bad = set(a.arms) - set(ARMS)
     if bad:
@@ -360,12 +372,21 @@ def main(argv):
     if a.report_only:
         with open(os.path.join(a.report_only, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
-        return write_report(a.report_only, common.read_meta(a.report_only), rows)
+        meta = common.read_meta(a.report_only)
+        text = (instructions_report if meta["grid"].get("instructions") else report_text)(meta, rows)
+        return common.write_report(a.report_only, text, "peers")
+    if a.instructions and not a.callgrind_dir:
+        p.error("--instructions needs the server under callgrind: run it through bench/peers.sh")
 
-    est, nruns = estimate_seconds(a)
-    log(f"== peers: {nruns} runs of {a.duration:g} s ({len(a.backlogs)} backlogs x {a.reps} reps x "
-        f"{len(a.clients)} clients x {len(a.batches)} batches x {len(a.arms)} arms); "
-        f"estimated {fmt_dur(est)}")
+    if a.instructions:
+        nruns, est = 2 * len(a.backlogs) * a.reps * len(a.batches) * len(a.arms), 0
+        log(f"== peers: {nruns} runs of 1 client under callgrind ({len(a.backlogs)} backlogs x "
+            f"{a.reps} reps x {len(a.batches)} batches x {len(a.arms)} arms, each twice)")
+    else:
+        est, nruns = estimate_seconds(a)
+        log(f"== peers: {nruns} runs of {a.duration:g} s ({len(a.backlogs)} backlogs x {a.reps} reps x "
+            f"{len(a.clients)} clients x {len(a.batches)} batches x {len(a.arms)} arms); "
+            f"estimated {fmt_dur(est)}")
     results = common.results_dir("peers", a.name)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = os.path.join(CACHE, f"run-{stamp}")   # the scripts hold the peers' SQL: not in the repo
@@ -398,10 +419,15 @@ def main(argv):
         "settings": [f"{n} = {v}" for n, v in settings],
         "grid": {"clients": a.clients, "batches": a.batches, "backlogs": a.backlogs, "arms": a.arms,
                  "duration_s": a.duration, "reps": a.reps, "warmup_s": a.warmup, "seed": a.seed,
-                 "lease_s": LEASE_S},
+                 "lease_s": LEASE_S, "instructions": a.instructions, "cycles": a.cycles},
         "scripts_dir": run_dir, "estimate_s": round(est),
     })
     common.write_meta(results, meta)   # rewritten at the end; --report-only reads it
+    if a.instructions:
+        rows = count_instructions(a, peers, scripts, csv_path)
+        meta["elapsed_s"] = round(time.time() - t_start)
+        common.write_meta(results, meta)
+        return common.write_report(results, instructions_report(meta, rows), "peers")
     with open(csv_path, "w", newline="") as f:
         csv.DictWriter(f, FIELDS).writeheader()
 
@@ -465,21 +491,116 @@ def main(argv):
     for peer in peers.values():
         peer.c.close()
     admin.close()
-    return write_report(results, meta, rows)
+    return common.write_report(results, report_text(meta, rows), "peers")
+
+
+# --------------------------------------------------------------------------------------
+# Instructions per job (--instructions)
+
+
+INSTRUCTION_FIELDS = ["backlog", "rep", "batch", "arm", "cycles", "instructions_per_job"]
+
+
+def count_instructions(a, peers, scripts, csv_path):
+    """For each backlog, repetition and batch, each arm in a shuffled order: the
+    instructions per job of one pgbench client's backend running the arm's script, the
+    difference between a run of 10 + cycles transactions and one of 10 before it (the
+    connection's start, the plans' making and the first cycles cancel out), both on one
+    queue prepared for the two. (Prepared again between them, pgmq's counts moved by a
+    factor of 3 from one measurement to the next, sendjobs' by 1%.) Writes and returns
+    one row per measurement."""
+    rows = []
+    rng = random.Random(a.seed)
+    with open(csv_path, "w", newline="") as f:
+        out = csv.DictWriter(f, INSTRUCTION_FIELDS)
+        out.writeheader()
+        for backlog in a.backlogs:
+            for rep in range(a.reps):
+                for batch in a.batches:
+                    cycles = max(20, a.cycles // batch)
+                    arms = list(a.arms)
+                    rng.shuffle(arms)
+                    for arm in arms:
+                        peer = peers[PEER_OF[arm]]
+                        prepare_queue(peer, backlog + (20 + cycles) * batch + 1000)
+                        counts = [backend_instructions(a.callgrind_dir, peer, scripts[(arm, batch)], batch, n)
+                                  for n in (10, 10 + cycles)]
+                        row = {"backlog": backlog, "rep": rep + 1, "batch": batch, "arm": arm, "cycles": cycles,
+                               "instructions_per_job": round((counts[1] - counts[0]) / (cycles * batch))}
+                        out.writerow(row)
+                        f.flush()
+                        rows.append(row)
+                        log(f"   backlog {backlog:,} rep {rep + 1} b{batch} {arm:<13} "
+                            f"{row['instructions_per_job']:>10,} instructions a job")
+    return rows
+
+
+def backend_instructions(folder, peer, script, batch, transactions):
+    """The instructions of the backend of one pgbench client that ran `transactions` of
+    `script`."""
+    # The client's backend is the one of pgbench's connections that lives through the
+    # run (pgbench opens another first, to look at the server); each writes its counts
+    # when it exits, after pgbench did.
+    seen, running = set(), threading.Event()
+
+    def watch():
+        while running.is_set():
+            seen.update(pid for (pid,) in peer.c.rows(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'pgbench'"))
+            time.sleep(0.05)
+    running.set()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        common.pgbench(peer.db, script, 1, 600, transactions=transactions, check=True,
+                       variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S})
+    finally:
+        running.clear()
+        watcher.join()
+    if not seen:
+        raise SystemExit("peers: pgbench's backend was not seen in pg_stat_activity")
+    return max(common.callgrind_counts(common.callgrind_output(folder, pid))[0] for pid in seen)
+
+
+def instructions_report(meta, rows):
+    g = meta["grid"]
+    arms = g["arms"]
+    peers = [x for x in ("pgmq-delete", "pgmq-archive", "pg-boss") if x in arms and "sendjobs" in arms]
+    out = ["# sendjobs, pgmq and pg-boss side by side: instructions per job (callgrind)", ""]
+    out.extend(common.header_lines(meta))
+    out += ["", "One cluster (`tests/cluster.py`) under valgrind's callgrind, without autovacuum and "
+            "parallel workers, one database per peer; for each batch the arms in a shuffled order, each "
+            "on a queue prepared once: one pgbench client (`-M prepared`, the arm's script of the "
+            "throughput runs) for 10 transactions, then another for 10 + "
+            f"{g['cycles']}/batch (at least 20 more); the difference of their backends' instructions "
+            "over the jobs of the extra transactions. Counted, not timed: the "
+            "machine's other work does not move it; the commit's WAL flush, which a client waits for, "
+            "and the other processes are not in it. Method: bench/README.md, section 'The peers'.", "",
+            "Settings: " + ", ".join(meta["settings"]) + ".", ""]
+    for backlog in g["backlogs"]:
+        out.append(f"## Instructions per job, backlog {backlog:,}: median (min-max) of {g['reps']}, thousands\n")
+        out.append("| batch | " + " | ".join(arms) + " |" + "".join(f" sendjobs/{x} |" for x in peers))
+        out.append("|---|" + "---|" * (len(arms) + len(peers)))
+        for b in g["batches"]:
+            med, cells = {}, []
+            for arm in arms:
+                v = [int(r["instructions_per_job"]) for r in rows
+                     if (int(r["backlog"]), int(r["batch"]), r["arm"]) == (backlog, b, arm)]
+                if v:
+                    med[arm] = statistics.median(v)
+                    cells.append(f"{med[arm] / 1000:,.1f} ({min(v) / 1000:,.1f}-{max(v) / 1000:,.1f})")
+                else:
+                    cells.append("-")
+            rat = [f"{med['sendjobs'] / med[x]:.2f}" if med.get("sendjobs") and med.get(x) else "-" for x in peers]
+            out.append(f"| {b} | " + " | ".join(cells) + " |" + "".join(f" {x} |" for x in rat))
+        out.append("")
+    out.append("sendjobs/peer above 1: sendjobs runs more instructions a job than the peer.")
+    return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------------------
 # The report
-
-
-def write_report(results, meta, rows):
-    text = report_text(meta, rows)
-    print("\n" + text)
-    path = os.path.join(results, "report.md")
-    with open(path, "w") as f:
-        f.write(text)
-    log(f"== peers: report written to {path}")
-    return 0
 
 
 def report_text(meta, rows):

@@ -9,6 +9,8 @@
 #
 #   bash bench/peers.sh [peers.py options: --quick --duration 10 --reps 3 --clients 1,4,8
 #                        --batches 1,10,100 --backlogs 10000,1000000 --name NAME]
+#   bash bench/peers.sh --instructions [--batches 1,10,100 --reps 3 --backlogs 10000]
+#                                     # instructions per job of each arm (callgrind)
 #   bash bench/peers.sh --help      # every option
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,6 +38,18 @@ if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/sendjobs.control" ]; then
 fi
 
 /usr/bin/python3 bench/peers.py --prepare-only
-/usr/bin/python3 tests/cluster.py run --name sendjobs-peers \
+# --instructions: the server runs under callgrind, which writes each backend's counts to
+# a folder of its own (scripts/lib.sh), without autovacuum and parallel workers (which
+# would write theirs beside the run's backend).
+under=()
+case " $* " in
+  *" --instructions "*)
+    counts=$(callgrind_folder peers)
+    cleanup_on_exit 'rm -rf "$counts"'
+    under=(--callgrind "$counts" -c autovacuum=off -c max_parallel_maintenance_workers=0
+           -c max_parallel_workers_per_gather=0)
+    set -- "$@" --callgrind-dir "$counts" ;;
+esac
+/usr/bin/python3 tests/cluster.py run --name sendjobs-peers "${under[@]}" \
   -c shared_buffers=256MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
   -- /usr/bin/python3 bench/peers.py "$@"

@@ -36,6 +36,18 @@ cleanup_on_exit() {
   trap 'exit 143' TERM
 }
 
+# A fresh folder under /tmp for the counts of a server under valgrind's callgrind
+# (tests/cluster.py run --callgrind FOLDER: each process writes its own when it exits),
+# writable by the server's user; installs valgrind from Debian's package if it is missing.
+# Prints its path.
+callgrind_folder() {
+  command -v valgrind >/dev/null || as_root apt-get install -y -qq valgrind >&2
+  local dir
+  dir="$(mktemp -d "/tmp/sendjobs-$1-callgrind.XXXXXX")"
+  chmod 777 "$dir"
+  echo "$dir"
+}
+
 # A fresh folder under /tmp for clusters and logs, owned by the user the clusters run as.
 # Prints its path; the caller sets WORK to it (as_owner runs commands from there).
 make_workdir() {
