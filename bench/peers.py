@@ -26,7 +26,10 @@ writes bench/results/<name>/report.md, one CSV row per run (runs.csv) and meta.j
 Run it inside a cluster: bash bench/peers.sh [options] does (tests/cluster.py run ... --
 python3 bench/peers.py ...), and bash bench/run.sh --peers after the grid.
 `--prepare-only` fetches the peers and exits; `--report-only DIR` rebuilds a run's report
-from its runs.csv and meta.json.
+from its runs.csv and meta.json. `--waits` adds what the backends waited for during each
+run (pg_stat_activity, sampled); `--instructions` counts, instead of timing, the
+instructions per job of one client's backend (the server under callgrind:
+bench/peers.sh starts it so).
 """
 
 import argparse
@@ -59,11 +62,15 @@ PAYLOAD = ("jsonb_build_object('to', 'partner-' || lpad(mod(i, 500)::text, 4, '0
            "'ref', 'tx-' || lpad(i::text, 10, '0'), 'kind', 'payment.notify', 'currency', 'EUR', "
            "'amount_cents', mod(i * 37, 100000))")
 
+# --waits: what a sample of a backend was doing (pg_stat_activity's wait event; the names
+# of 15 and of 17 on differ in case: WALSync, WalSync).
+WAITS = ["cpu", "wal_flush", "row_locks", "buffers", "other"]
 FIELDS = ["backlog", "rep", "clients", "batch", "arm", "attempt", "valid", "duration_s",
           "start_pending", "end_pending", "jobs", "cycles", "tps", "jobs_s", "failed", "error",
           "claim_ms", "complete_ms", "wal_bytes", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd",
           "n_tup_del", "n_dead_tup_delta", "table_bytes_before", "index_bytes_before",
-          "table_bytes", "index_bytes", "rows_after", "autovacuums", "prep_s", "t"]
+          "table_bytes", "index_bytes", "rows_after", "autovacuums", "prep_s", "t",
+          "wait_samples"] + [f"wait_{kind}" for kind in WAITS]
 
 
 # --------------------------------------------------------------------------------------
@@ -268,13 +275,51 @@ def prepare_queue(peer, target):
     return time.time() - t0
 
 
-def one_run(peer, arm, script, backlog, clients, batch, duration, target):
+def sampling_pgbench(peer, every_s, call):
+    """Runs call() while a thread samples, every `every_s` seconds, the pgbench backends
+    in the peer's database that are running a statement: returns call()'s result and
+    the samples, (pid, wait_event_type, wait_event) each."""
+    samples, running = [], threading.Event()
+
+    def watch():
+        while running.is_set():
+            samples.extend(peer.c.rows(
+                "SELECT pid, wait_event_type, wait_event FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = 'pgbench' AND state = 'active'"))
+            time.sleep(every_s)
+    running.set()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        return call(), samples
+    finally:
+        running.clear()
+        watcher.join()
+
+
+def wait_kind(event_type, event):
+    if event_type is None:
+        return "cpu"   # running, or ready to run: no wait event
+    kind = f"{event_type}:{event}".lower()
+    if kind in ("lwlock:walwrite", "io:walsync", "io:walwrite"):
+        return "wal_flush"
+    if kind in ("lock:transactionid", "lock:tuple"):
+        return "row_locks"
+    if kind.startswith("lwlock:buffer") or kind == "ipc:bufferio":
+        return "buffers"
+    return "other"
+
+
+def one_run(peer, arm, script, backlog, clients, batch, duration, target, waits=False):
     prep_s = prepare_queue(peer, target)
     start_pending = peer.pending()
     rows_before = peer.rows() if arm == "pgmq-delete" else 0
     before = snapshot(peer.c, peer.tables)
     t = time.time()
-    r = run_pgbench(peer.db, script, clients, batch, duration)
+    if waits:
+        r, samples = sampling_pgbench(peer, 0.01, lambda: run_pgbench(peer.db, script, clients, batch, duration))
+    else:
+        r, samples = run_pgbench(peer.db, script, clients, batch, duration), []
     wait_quiet(peer.c)
     after = snapshot(peer.c, peer.tables)
     jobs = peer.done(arm, rows_before)
@@ -295,6 +340,10 @@ def one_run(peer, arm, script, backlog, clients, batch, duration, target):
         "rows_after": peer.rows(), "autovacuums": after["av"] - before["av"],
         "prep_s": round(prep_s, 1), "t": datetime.datetime.now().strftime("%H:%M:%S"),
     }
+    row["wait_samples"] = len(samples)
+    for kind in WAITS:
+        share = sum(wait_kind(s[1], s[2]) == kind for s in samples) / len(samples) if samples else None
+        row[f"wait_{kind}"] = round(share, 4) if share is not None else ""
     row["valid"] = int(not row["error"] and end_pending >= backlog)
     return row, time.time() - t
 
@@ -346,6 +395,9 @@ def main(argv):
     p.add_argument("--command", default="bash bench/peers.sh " + " ".join(argv), help=argparse.SUPPRESS)
     p.add_argument("--prepare-only", action="store_true", help="fetch the peers into the cache, exit")
     p.add_argument("--report-only", metavar="DIR", help="rebuild the report of a run's folder, exit")
+    p.add_argument("--waits", action="store_true",
+                   help="sample what the arms' backends wait for, every 10 ms of each run "
+                        "(pg_stat_activity; the sampling takes some of the machine's CPU)")
     p.add_argument("--instructions", action="store_true",
                    help="count the instructions per job of each arm's backend, one client (callgrind; "
                         "bench/peers.sh starts the server so; --clients, --duration and --warmup are "
@@ -467,7 +519,7 @@ def main(argv):
                         headroom = int(guess * a.duration * (1.3, 2.0, 3.0)[attempt - 1]) \
                             + 2 * clients * batch + 1000
                         row, _ = one_run(peer, arm, scripts[(arm, batch)], backlog, clients, batch,
-                                         a.duration, backlog + headroom)
+                                         a.duration, backlog + headroom, a.waits)
                         row.update(rep=rep + 1, attempt=attempt)
                         record(row)
                         seen[(clients, batch)] = max(seen.get((clients, batch), 0), row["jobs_s"])
@@ -541,26 +593,13 @@ def backend_instructions(folder, peer, script, batch, transactions):
     # The client's backend is the one of pgbench's connections that lives through the
     # run (pgbench opens another first, to look at the server); each writes its counts
     # when it exits, after pgbench did.
-    seen, running = set(), threading.Event()
-
-    def watch():
-        while running.is_set():
-            seen.update(pid for (pid,) in peer.c.rows(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND application_name = 'pgbench'"))
-            time.sleep(0.05)
-    running.set()
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        common.pgbench(peer.db, script, 1, 600, transactions=transactions, check=True,
-                       variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S})
-    finally:
-        running.clear()
-        watcher.join()
-    if not seen:
+    _, samples = sampling_pgbench(peer, 0.05, lambda: common.pgbench(
+        peer.db, script, 1, 600, transactions=transactions, check=True,
+        variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S}))
+    if not samples:
         raise SystemExit("peers: pgbench's backend was not seen in pg_stat_activity")
-    return max(common.callgrind_counts(common.callgrind_output(folder, pid))[0] for pid in seen)
+    return max(common.callgrind_counts(common.callgrind_output(folder, pid))[0]
+               for pid in {s[0] for s in samples})
 
 
 def instructions_report(meta, rows):
@@ -611,6 +650,7 @@ def report_text(meta, rows):
     for r in rows:
         for k in num:
             r[k] = int(r[k])
+        r["wait_samples"] = int(r.get("wait_samples") or 0)   # runs.csv before --waits has none
         r["jobs_s"] = float(r["jobs_s"])
     good = [r for r in rows if r["valid"]]
     g = meta["grid"]
@@ -701,6 +741,28 @@ def report_text(meta, rows):
                   f"{med(lambda r: (r['index_bytes'] - r['index_bytes_before']) / r['jobs']):,.0f} | "
                   f"{med(lambda r: r['table_bytes']) / 1e6:,.1f} | {med(lambda r: r['index_bytes']) / 1e6:,.1f} | "
                   f"{med(lambda r: r['rows_after']):,.0f} | {tabs.get(arm, '')} |")
+        w("")
+    if any(r.get("wait_samples") for r in good):
+        w("## What the backends waited for (--waits): share of the samples, median of "
+          f"{g['reps']}\n")
+        w("Every 10 ms of a run, each pgbench backend running a statement "
+          "(`pg_stat_activity`): on the CPU (no wait event: running or ready to run), waiting "
+          "for the WAL to be flushed at commit (`WALWrite` lock, `WALSync`, `WALWrite`), for a "
+          "row lock (`transactionid`, `tuple`), for a buffer (its content or mapping lock, its "
+          "I/O), or for anything else.\n")
+        w("| backlog | clients | batch | arm | samples | CPU | WAL flush | row locks | buffers | other |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
+        for backlog in g["backlogs"]:
+            for b in g["batches"]:
+                for c in g["clients"]:
+                    for arm in arms:
+                        rs = [r for r in good if (r["backlog"], r["clients"], r["batch"], r["arm"])
+                              == (backlog, c, b, arm) and r.get("wait_samples")]
+                        if rs:
+                            shares = [f"{statistics.median(float(r[f'wait_{k}']) for r in rs):.0%}"
+                                      for k in WAITS]
+                            samples = statistics.median(int(r["wait_samples"]) for r in rs)
+                            w(f"| {backlog:,} | {c} | {b} | {arm} | {samples:,.0f} | " + " | ".join(shares) + " |")
         w("")
     av = sum(1 for r in good if r["autovacuums"])
     w("## Notes\n")

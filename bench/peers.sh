@@ -9,6 +9,7 @@
 #
 #   bash bench/peers.sh [peers.py options: --quick --duration 10 --reps 3 --clients 1,4,8
 #                        --batches 1,10,100 --backlogs 10000,1000000 --name NAME]
+#   bash bench/peers.sh --waits ...   # and what the backends wait for (pg_stat_activity)
 #   bash bench/peers.sh --instructions [--batches 1,10,100 --reps 3 --backlogs 10000]
 #                                     # instructions per job of each arm (callgrind)
 #   bash bench/peers.sh --help      # every option
