@@ -238,14 +238,14 @@ def pgbench(db, script, clients, duration, variables=(), latencies=False, progre
 
 
 def callgrind_output(folder, pid, limit_s=60):
-    """The path of process `pid`'s counts in `folder`, once written (when it exits)."""
+    """The path of process `pid`'s counts in `folder`, written whole: callgrind writes
+    them as the process exits, so once it is gone."""
     path = Path(folder) / f"cg.{pid}"
     deadline = time.time() + limit_s
-    while not (path.exists() and path.stat().st_size > 0):
+    while Path(f"/proc/{pid}").exists() or not (path.exists() and path.stat().st_size > 0):
         if time.time() > deadline:
             raise SystemExit(f"bench: no callgrind output {path} after {limit_s} s")
         time.sleep(0.1)
-    time.sleep(0.5)   # callgrind writes the file in pieces
     return path
 
 

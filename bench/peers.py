@@ -275,26 +275,35 @@ def prepare_queue(peer, target):
     return time.time() - t0
 
 
-def sampling_pgbench(peer, every_s, call):
-    """Runs call() while a thread samples, every `every_s` seconds, the pgbench backends
-    in the peer's database that are running a statement: returns call()'s result and
-    the samples, (pid, wait_event_type, wait_event) each."""
-    samples, running = [], threading.Event()
+def sampling_pgbench(peer, every_s, call, active_only=True):
+    """Runs call() while a thread samples, every `every_s` seconds (and the time of the
+    sample's query), the pgbench backends in the peer's database (those running a
+    statement, unless not active_only) on the driver's connection, which the caller
+    leaves alone meanwhile: returns call()'s result and the samples, (pid,
+    wait_event_type, wait_event) each."""
+    samples, failed, running = [], [], threading.Event()
 
     def watch():
-        while running.is_set():
-            samples.extend(peer.c.rows(
-                "SELECT pid, wait_event_type, wait_event FROM pg_stat_activity "
-                "WHERE datname = current_database() AND application_name = 'pgbench' AND state = 'active'"))
-            time.sleep(every_s)
+        try:
+            while running.is_set():
+                samples.extend(peer.c.rows(
+                    "SELECT pid, wait_event_type, wait_event FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = 'pgbench' "
+                    "AND (state = 'active' OR NOT %s)", (active_only,)))
+                time.sleep(every_s)
+        except Exception as e:   # handed to the caller's thread below
+            failed.append(e)
     running.set()
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        return call(), samples
+        result = call()
     finally:
         running.clear()
         watcher.join()
+    if failed:
+        raise SystemExit(f"peers: sampling pg_stat_activity failed: {failed[0]}")
+    return result, samples
 
 
 def wait_kind(event_type, event):
@@ -429,6 +438,8 @@ def main(argv):
         return common.write_report(a.report_only, text, "peers")
     if a.instructions and not a.callgrind_dir:
         p.error("--instructions needs the server under callgrind: run it through bench/peers.sh")
+    if a.instructions and a.waits:
+        p.error("--waits samples timed runs; --instructions has none")
 
     if a.instructions:
         nruns, est = 2 * len(a.backlogs) * a.reps * len(a.batches) * len(a.arms), 0
@@ -575,8 +586,13 @@ def count_instructions(a, peers, scripts, csv_path):
                     for arm in arms:
                         peer = peers[PEER_OF[arm]]
                         prepare_queue(peer, backlog + (20 + cycles) * batch + 1000)
+                        rows_before = peer.rows() if arm == "pgmq-delete" else 0
                         counts = [backend_instructions(a.callgrind_dir, peer, scripts[(arm, batch)], batch, n)
                                   for n in (10, 10 + cycles)]
+                        jobs = peer.done(arm, rows_before)
+                        if jobs != (20 + cycles) * batch:
+                            raise SystemExit(f"peers: {arm} finished {jobs} jobs in {20 + cycles} transactions "
+                                             f"of batch {batch}")
                         row = {"backlog": backlog, "rep": rep + 1, "batch": batch, "arm": arm, "cycles": cycles,
                                "instructions_per_job": round((counts[1] - counts[0]) / (cycles * batch))}
                         out.writerow(row)
@@ -594,12 +610,16 @@ def backend_instructions(folder, peer, script, batch, transactions):
     # run (pgbench opens another first, to look at the server); each writes its counts
     # when it exits, after pgbench did.
     _, samples = sampling_pgbench(peer, 0.05, lambda: common.pgbench(
-        peer.db, script, 1, 600, transactions=transactions, check=True,
-        variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S}))
+        peer.db, script, 1, 600 + 2 * transactions, transactions=transactions, check=True,
+        variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S}), active_only=False)
     if not samples:
         raise SystemExit("peers: pgbench's backend was not seen in pg_stat_activity")
-    return max(common.callgrind_counts(common.callgrind_output(folder, pid))[0]
-               for pid in {s[0] for s in samples})
+    counts = []
+    for pid in {s[0] for s in samples}:
+        path = common.callgrind_output(folder, pid)
+        counts.append(common.callgrind_counts(path)[0])
+        path.unlink()   # a later process given the same pid writes its own
+    return max(counts)
 
 
 def instructions_report(meta, rows):

@@ -41,7 +41,7 @@ fi
 /usr/bin/python3 bench/peers.py --prepare-only
 # --instructions: the server runs under callgrind, which writes each backend's counts to
 # a folder of its own (scripts/lib.sh), without autovacuum and parallel workers (which
-# would write theirs beside the run's backend).
+# would do their work among the runs).
 under=()
 case " $* " in
   *" --instructions "*)

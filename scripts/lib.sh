@@ -41,10 +41,13 @@ cleanup_on_exit() {
 # writable by the server's user; installs valgrind from Debian's package if it is missing.
 # Prints its path.
 callgrind_folder() {
-  command -v valgrind >/dev/null || as_root apt-get install -y -qq valgrind >&2
+  if ! command -v valgrind >/dev/null; then
+    { as_root apt-get update -qq &&
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; } >&2 || return 1
+  fi
   local dir
-  dir="$(mktemp -d "/tmp/sendjobs-$1-callgrind.XXXXXX")"
-  chmod 777 "$dir"
+  dir="$(mktemp -d "/tmp/sendjobs-$1-callgrind.XXXXXX")" || return 1
+  chmod 1777 "$dir"
   echo "$dir"
 }
 
