@@ -45,7 +45,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 import common  # noqa: E402  (bench/common.py)
-from common import Db, REPO, fmt_dur, log, psql_file, wait_quiet  # noqa: E402
+from common import Db, REPO, fmt_dur, log, psql_file, spread, wait_quiet  # noqa: E402
 
 sys.path.insert(0, str(common.HERE / "peers"))
 import pgboss  # noqa: E402  (bench/peers/pgboss.py)
@@ -61,6 +61,11 @@ APP = "peers-driver"  # the driver's application_name
 PAYLOAD = ("jsonb_build_object('to', 'partner-' || lpad(mod(i, 500)::text, 4, '0'), "
            "'ref', 'tx-' || lpad(i::text, 10, '0'), 'kind', 'payment.notify', 'currency', 'EUR', "
            "'amount_cents', mod(i * 37, 100000))")
+
+# The arms each report sets sendjobs beside (sendjobs/arm), those of a run that has them.
+def compared_arms(arms):
+    return [x for x in ("pgmq-delete", "pgmq-archive", "pg-boss") if x in arms and "sendjobs" in arms]
+
 
 # --waits: what a sample of a backend was doing (pg_stat_activity's wait event; the names
 # of 15 and of 17 on differ in case: WALSync, WalSync).
@@ -247,13 +252,17 @@ def snapshot(c, tables):
 
 
 def run_pgbench(db, script, clients, batch, duration):
-    r = common.pgbench(db, script, clients, duration, latencies=True,
-                       variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S})
+    r = common.pgbench(db, script, clients, duration, latencies=True, variables=script_variables(batch))
     # the first statement is the claim; the complete is the last one
     lat = [ms for ms, _text in r["statements"]]
     r["claim_ms"] = lat[0] if lat else None
     r["complete_ms"] = lat[-1] if len(lat) > 1 else None
     return r
+
+
+def script_variables(batch):
+    """The pgbench variables every arm's script reads (bench/peers/pgmq.py names them)."""
+    return {"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S}
 
 
 def prepare_queue(peer, target):
@@ -611,7 +620,7 @@ def backend_instructions(folder, peer, script, batch, transactions):
     # when it exits, after pgbench did.
     _, samples = sampling_pgbench(peer, 0.05, lambda: common.pgbench(
         peer.db, script, 1, 600 + 2 * transactions, transactions=transactions, check=True,
-        variables={"batch": batch, "queue": pgmq.QUEUE, "vt": LEASE_S}), active_only=False)
+        variables=script_variables(batch)), active_only=False)
     if not samples:
         raise SystemExit("peers: pgbench's backend was not seen in pg_stat_activity")
     counts = []
@@ -625,7 +634,7 @@ def backend_instructions(folder, peer, script, batch, transactions):
 def instructions_report(meta, rows):
     g = meta["grid"]
     arms = g["arms"]
-    peers = [x for x in ("pgmq-delete", "pgmq-archive", "pg-boss") if x in arms and "sendjobs" in arms]
+    peers = compared_arms(arms)
     out = ["# sendjobs, pgmq and pg-boss side by side: instructions per job (callgrind)", ""]
     out.extend(common.header_lines(meta))
     out += ["", "One cluster (`tests/cluster.py`) under valgrind's callgrind, without autovacuum and "
@@ -638,7 +647,7 @@ def instructions_report(meta, rows):
             "and the other processes are not in it. Method: bench/README.md, section 'The peers'.", "",
             "Settings: " + ", ".join(meta["settings"]) + ".", ""]
     for backlog in g["backlogs"]:
-        out.append(f"## Instructions per job, backlog {backlog:,}: median (min-max) of {g['reps']}, thousands\n")
+        out.append(f"## Instructions per job, backlog {backlog:,}: median (min-max) of {g['reps']}\n")
         out.append("| batch | " + " | ".join(arms) + " |" + "".join(f" sendjobs/{x} |" for x in peers))
         out.append("|---|" + "---|" * (len(arms) + len(peers)))
         for b in g["batches"]:
@@ -648,7 +657,7 @@ def instructions_report(meta, rows):
                      if (int(r["backlog"]), int(r["batch"]), r["arm"]) == (backlog, b, arm)]
                 if v:
                     med[arm] = statistics.median(v)
-                    cells.append(f"{med[arm] / 1000:,.1f} ({min(v) / 1000:,.1f}-{max(v) / 1000:,.1f})")
+                    cells.append(spread(v))
                 else:
                     cells.append("-")
             rat = [f"{med['sendjobs'] / med[x]:.2f}" if med.get("sendjobs") and med.get(x) else "-" for x in peers]
@@ -708,7 +717,7 @@ def report_text(meta, rows):
     for backlog in g["backlogs"]:
         w(f"## Throughput, backlog {backlog:,}: jobs/s, median (min-max) of {g['reps']}\n")
         head = "| clients | batch | waiting at start | " + " | ".join(arms) + " |"
-        ratios = [x for x in ("pgmq-delete", "pgmq-archive", "pg-boss") if x in arms and "sendjobs" in arms]
+        ratios = compared_arms(arms)
         head += "".join(f" sendjobs/{x} |" for x in ratios)
         w(head)
         w("|---|---|---|" + "---|" * (len(arms) + len(ratios)))
