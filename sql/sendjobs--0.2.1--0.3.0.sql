@@ -14,6 +14,10 @@
 --    sendjobs_queue_limits, and their settings in sendjobs_queues
 --    (docs/decisions/0013-flow-control-in-the-claim.md); ordered keys: a job's
 --    ordering_key (sendjobs_enqueue's new argument).
+--  * What this release adds to a level goes to the roles that held the whole level of
+--    0.2.1, and to no role granted part of one by hand; it refuses, changing nothing,
+--    while send_job_events has what its view cannot keep (a trigger, row security, a
+--    policy, ...; docs/decisions/0015-what-an-update-carries.md).
 -- Locks: send_jobs_finished is rewritten by no statement here, but its new indexes are
 -- built under a lock that holds finishes back for as long as the builds take.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.3.0'" to load this file. \quit
@@ -28,6 +32,66 @@
 LOCK TABLE @extschema@.send_jobs IN ACCESS EXCLUSIVE MODE;
 LOCK TABLE @extschema@.send_job_events, @extschema@.sendjobs_queues
     IN ACCESS EXCLUSIVE MODE;
+
+-- send_job_events becomes a view below, and what users put on the table would go with it,
+-- silently: a view can hold no trigger, row security, policy, index or publication, and
+-- its columns are not the table's (a monitor that a policy kept to its queues would read
+-- every queue). So the update refuses, naming each, and changes nothing. SELECT granted
+-- on the whole table is carried to the view (docs/decisions/0015-what-an-update-carries.md).
+DO $$
+DECLARE
+    events pg_catalog.oid := '@extschema@.send_job_events'::pg_catalog.regclass::pg_catalog.oid;
+    found pg_catalog.text;
+BEGIN
+    SELECT pg_catalog.string_agg(kept.what, ', ' ORDER BY kept.what) INTO found
+      FROM (SELECT pg_catalog.format('trigger %I', t.tgname) AS what
+              FROM pg_catalog.pg_trigger AS t
+             WHERE t.tgrelid OPERATOR(pg_catalog.=) events AND NOT t.tgisinternal
+            UNION ALL
+            SELECT 'row-level security'
+              FROM pg_catalog.pg_class AS c
+             WHERE c.oid OPERATOR(pg_catalog.=) events AND (c.relrowsecurity OR c.relforcerowsecurity)
+            UNION ALL
+            SELECT pg_catalog.format('policy %I', p.polname)
+              FROM pg_catalog.pg_policy AS p
+             WHERE p.polrelid OPERATOR(pg_catalog.=) events
+            UNION ALL
+            SELECT pg_catalog.format('publication %I', pub.pubname)
+              FROM pg_catalog.pg_publication_rel AS r
+              JOIN pg_catalog.pg_publication AS pub ON pub.oid OPERATOR(pg_catalog.=) r.prpubid
+             WHERE r.prrelid OPERATOR(pg_catalog.=) events
+            UNION ALL
+            SELECT pg_catalog.format('index %I', c.relname)
+              FROM pg_catalog.pg_index AS i
+              JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+             WHERE i.indrelid OPERATOR(pg_catalog.=) events
+               AND c.relname OPERATOR(pg_catalog.<>) ALL (ARRAY['send_job_events_pkey', 'send_job_events_one_per_job',
+                   'send_job_events_created_at_idx', 'send_job_events_unsent_idx']::pg_catalog.name[])
+            UNION ALL
+            SELECT pg_catalog.format('rule %I', r.rulename)
+              FROM pg_catalog.pg_rewrite AS r
+             WHERE r.ev_class OPERATOR(pg_catalog.=) events
+            UNION ALL
+            -- Grants: of a column, and of anything but SELECT on the table.
+            SELECT pg_catalog.format('%s (%I) granted to %s', acl.privilege_type, a.attname,
+                       CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                            ELSE acl.grantee::pg_catalog.regrole::pg_catalog.text END)
+              FROM pg_catalog.pg_attribute AS a, LATERAL pg_catalog.aclexplode(a.attacl) AS acl
+             WHERE a.attrelid OPERATOR(pg_catalog.=) events
+            UNION ALL
+            SELECT pg_catalog.format('%s granted to %s', acl.privilege_type,
+                       CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                            ELSE acl.grantee::pg_catalog.regrole::pg_catalog.text END)
+              FROM pg_catalog.pg_class AS c, LATERAL pg_catalog.aclexplode(c.relacl) AS acl
+             WHERE c.oid OPERATOR(pg_catalog.=) events
+               AND acl.grantee OPERATOR(pg_catalog.<>) c.relowner
+               AND acl.privilege_type OPERATOR(pg_catalog.<>) 'SELECT'::pg_catalog.text) AS kept;
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION 'sendjobs 0.3.0 makes the table send_job_events a view, which cannot keep what was added to it: %', found
+              USING ERRCODE = '55000',
+                    HINT = 'Nothing was changed. Drop these or revoke them, update again, then make what you need on the view or on send_jobs_finished, whose rows are the events.';
+    END IF;
+END $$;
 
 -- The row rule becomes one CHECK per table (sendjobs_job_state_is_valid with the table's
 -- kind as an eighth argument, src/job_state.rs): the three CHECKs go first, with the
@@ -106,9 +170,8 @@ REVOKE ALL ON FUNCTION @extschema@.sendjobs_drop_consumer(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_read_events(text, integer) FROM PUBLIC;
 
 -- Flow control: the settings of each queue (a queue keeps its wake-up setting), and the
--- functions that set and show them. The roles that may claim or read the stats (worker,
--- monitor, admin) may ask a queue's limits; the admins (EXECUTE on sendjobs_purge) may
--- set them.
+-- functions that set and show them (granted with the outbox's, below, to the roles that
+-- held a whole level).
 ALTER TABLE @extschema@.sendjobs_queues
     ALTER COLUMN notify SET DEFAULT false,
     ADD COLUMN paused        boolean NOT NULL DEFAULT false,
@@ -191,37 +254,6 @@ LANGUAGE c
 AS 'sendjobs-@CARGO_VERSION@', 'sendjobs_unblock_key_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_block_keys(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_unblock_key(text) FROM PUBLIC;
-DO $$
-DECLARE
-    holder record;
-BEGIN
-    -- The roles granted EXECUTE directly (as sendjobs_grant does), not their members.
-    FOR holder IN SELECT acl.grantee::pg_catalog.regrole AS name,
-                         pg_catalog.bool_or(p.oid OPERATOR(pg_catalog.=)
-                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure::pg_catalog.oid) AS admin,
-                         pg_catalog.bool_or(p.oid OPERATOR(pg_catalog.=)
-                             '@extschema@.sendjobs_stats()'::pg_catalog.regprocedure::pg_catalog.oid) AS monitor
-                    FROM pg_catalog.pg_proc AS p,
-                         LATERAL pg_catalog.aclexplode(p.proacl) AS acl
-                   WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
-                             '@extschema@.sendjobs_claim(integer, interval, text)'::pg_catalog.regprocedure,
-                             '@extschema@.sendjobs_stats()'::pg_catalog.regprocedure,
-                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure]::pg_catalog.oid[])
-                     AND acl.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text
-                     AND acl.grantee OPERATOR(pg_catalog.<>) p.proowner
-                     AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
-                   GROUP BY acl.grantee
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_queue_limits(text) TO %s', holder.name);
-        IF holder.admin THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_pause(text), @extschema@.sendjobs_resume(text), @extschema@.sendjobs_limit(text, integer, double precision, integer), @extschema@.sendjobs_block_keys(text, boolean), @extschema@.sendjobs_unblock_key(text) TO %s',
-                                      holder.name);
-        END IF;
-        IF holder.admin OR holder.monitor THEN
-            EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.sendjobs_blocked_keys TO %s', holder.name);
-        END IF;
-    END LOOP;
-END $$;
 
 -- Two functions answer with more columns: sendjobs_finalize_batch (what the job became,
 -- its attempts, whether the call was a repeat: decision 0012) and sendjobs_stats (each
@@ -331,12 +363,10 @@ CREATE INDEX send_jobs_pending_keyed_idx
     WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL;
 -- sendjobs_enqueue takes the key and the priority as a seventh and an eighth argument (a
 -- call with six finds the new function, the key NULL, the priority 0): made again, the
--- roles that could call it (producer, admin) may call the new one. The monitors, who read
--- send_jobs' columns but the payload, read the new ones too.
+-- roles that could call it (producer, admin, or granted it by hand) may call the new one.
 DO $$
 DECLARE
     producers pg_catalog.regrole[];
-    monitors pg_catalog.regrole[];
     role pg_catalog.regrole;
 BEGIN
     SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole) INTO producers
@@ -345,13 +375,6 @@ BEGIN
      WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer)'::pg_catalog.regprocedure::pg_catalog.oid
        AND acl.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text
        AND acl.grantee OPERATOR(pg_catalog.<>) p.proowner
-       AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
-    SELECT pg_catalog.array_agg(DISTINCT acl.grantee::pg_catalog.regrole) INTO monitors
-      FROM pg_catalog.pg_attribute AS a,
-           LATERAL pg_catalog.aclexplode(a.attacl) AS acl
-     WHERE a.attrelid OPERATOR(pg_catalog.=) '@extschema@.send_jobs'::pg_catalog.regclass::pg_catalog.oid
-       AND a.attname OPERATOR(pg_catalog.=) 'queue'::pg_catalog.name
-       AND acl.privilege_type OPERATOR(pg_catalog.=) 'SELECT'::pg_catalog.text
        AND acl.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
     DROP FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer);
     CREATE FUNCTION @extschema@."sendjobs_enqueue"(
@@ -371,9 +394,6 @@ BEGIN
     FOREACH role IN ARRAY coalesce(producers, '{}') LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) TO %s',
                                   role);
-    END LOOP;
-    FOREACH role IN ARRAY coalesce(monitors, '{}') LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT (ordering_key, priority) ON TABLE @extschema@.send_jobs TO %s', role);
     END LOOP;
 END $$;
 
@@ -397,20 +417,124 @@ CREATE INDEX send_jobs_finished_unsent_idx
 
 -- Every event is its job's finished row already (one event per finished job, of the
 -- job's kind, generation, transaction and time): the table of copies goes, a view of the
--- finished rows takes its name. Its privileges go with it: the roles that could read it
--- (monitor, admin) may read the view and the consumers' table, and the admins among them
--- (EXECUTE on sendjobs_purge, which only admin holds) get the consumers' functions.
+-- finished rows takes its name. Its SELECTs go to the view as they were (nothing else on
+-- the table is left: the block after the locks refused the rest).
+--
+-- And what this release adds to a level goes to the roles that held that whole level of
+-- 0.2.1: each of its privileges granted to the role itself, as sendjobs_grant grants them
+-- (0.2.1's sql/statements/access_level.sql, below; sendjobs_enqueue, sendjobs_stats and
+-- sendjobs_finalize_batch were made again above with their grants). A role granted part
+-- of a level by hand keeps what it had and gets nothing new (docs/operations.md, "What an
+-- update changes in rights"). The relay level is new: no role held it.
 DO $$
 DECLARE
-    reader record;
-    readers pg_catalog.oid[];
+    readers pg_catalog.text[];
+    workers pg_catalog.regrole[];
+    monitors pg_catalog.regrole[];
+    admins pg_catalog.regrole[];
+    reader pg_catalog.text;
+    role pg_catalog.regrole;
 BEGIN
-    SELECT pg_catalog.array_agg(acl.grantee) INTO readers
+    -- The roles granted SELECT on the table (PUBLIC too), each with its grant option.
+    SELECT pg_catalog.array_agg(DISTINCT pg_catalog.concat(
+               CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                    ELSE acl.grantee::pg_catalog.regrole::pg_catalog.text END,
+               CASE WHEN acl.is_grantable THEN ' WITH GRANT OPTION' END))
+      INTO readers
       FROM pg_catalog.pg_class AS c,
            LATERAL pg_catalog.aclexplode(c.relacl) AS acl
      WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.send_job_events'::pg_catalog.regclass::pg_catalog.oid
        AND acl.privilege_type OPERATOR(pg_catalog.=) 'SELECT'::pg_catalog.text
        AND acl.grantee OPERATOR(pg_catalog.<>) c.relowner;
+
+    -- The levels of 0.2.1 (f: EXECUTE on a function, t: SELECT on a table, c: SELECT on
+    -- a column of send_jobs), and each one's holders.
+    WITH level (name, kind, object, col) AS (VALUES
+        ('worker',  'f', '@extschema@.sendjobs_claim(integer, interval, text)', ''),
+        ('worker',  'f', '@extschema@.sendjobs_heartbeat(bigint, bigint, interval)', ''),
+        ('worker',  'f', '@extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz)', ''),
+        ('worker',  'f', '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)', ''),
+        ('monitor', 'f', '@extschema@.sendjobs_stats()', ''),
+        ('monitor', 't', '@extschema@.send_job_events', ''),
+        ('monitor', 't', '@extschema@.sendjobs_queues', ''),
+        ('monitor', 'c', '@extschema@.send_jobs', 'id'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'queue'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'transaction_id'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'idempotency_key'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'status'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'attempts'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'max_attempts'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'next_attempt_at'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'claimed_at'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'lease_expires_at'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'claim_generation'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'last_error'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'created_at'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'finished_at'),
+        ('monitor', 'c', '@extschema@.send_jobs', 'redrive_of'),
+        ('admin',   'f', '@extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_claim(integer, interval, text)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_heartbeat(bigint, bigint, interval)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_guard_terminal(regclass, name, text[], text[])', ''),
+        ('admin',   'f', '@extschema@.sendjobs_guard_terminal_trigger()', ''),
+        ('admin',   'f', '@extschema@.sendjobs_link_transactions(regclass, name, name, text, text, text)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_unlink_transactions()', ''),
+        ('admin',   'f', '@extschema@.sendjobs_grant(regrole, text)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_revoke(regrole, text)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_cancel(bigint)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_redrive(bigint[])', ''),
+        ('admin',   'f', '@extschema@.sendjobs_purge(interval, integer)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_notify(text, boolean)', ''),
+        ('admin',   'f', '@extschema@.sendjobs_stats()', ''),
+        ('admin',   't', '@extschema@.send_jobs', ''),
+        ('admin',   't', '@extschema@.send_job_events', ''),
+        ('admin',   't', '@extschema@.sendjobs_transaction_link', ''),
+        ('admin',   't', '@extschema@.sendjobs_queues', ''),
+        ('admin',   't', '@extschema@.send_jobs_finished', ''),
+        ('admin',   't', '@extschema@.send_job_keys', '')
+    ),
+    wanted AS (
+        SELECT level.name, level.kind, level.col,
+               CASE WHEN level.kind OPERATOR(pg_catalog.=) 'f'
+                    THEN level.object::pg_catalog.regprocedure::pg_catalog.oid
+                    ELSE level.object::pg_catalog.regclass::pg_catalog.oid END AS object
+          FROM level
+    ),
+    -- Every privilege granted on those objects, but their owner's own.
+    granted AS (
+        SELECT 'f'::pg_catalog.text AS kind, p.oid AS object, ''::pg_catalog.name AS col, acl.grantee, acl.privilege_type
+          FROM pg_catalog.pg_proc AS p, LATERAL pg_catalog.aclexplode(p.proacl) AS acl
+         WHERE acl.grantee OPERATOR(pg_catalog.<>) p.proowner
+        UNION ALL
+        SELECT 't', c.oid, '', acl.grantee, acl.privilege_type
+          FROM pg_catalog.pg_class AS c, LATERAL pg_catalog.aclexplode(c.relacl) AS acl
+         WHERE acl.grantee OPERATOR(pg_catalog.<>) c.relowner
+        UNION ALL
+        SELECT 'c', a.attrelid, a.attname, acl.grantee, acl.privilege_type
+          FROM pg_catalog.pg_attribute AS a, LATERAL pg_catalog.aclexplode(a.attacl) AS acl
+    ),
+    holder AS (
+        SELECT levels.name, r.oid::pg_catalog.regrole AS role
+          FROM (SELECT DISTINCT wanted.name FROM wanted) AS levels, pg_catalog.pg_roles AS r
+         WHERE NOT EXISTS (
+               SELECT FROM wanted
+                WHERE wanted.name OPERATOR(pg_catalog.=) levels.name
+                  AND NOT EXISTS (
+                      SELECT FROM granted
+                       WHERE granted.grantee OPERATOR(pg_catalog.=) r.oid
+                         AND granted.kind OPERATOR(pg_catalog.=) wanted.kind
+                         AND granted.object OPERATOR(pg_catalog.=) wanted.object
+                         AND granted.col OPERATOR(pg_catalog.=) wanted.col
+                         AND granted.privilege_type OPERATOR(pg_catalog.=)
+                             CASE WHEN wanted.kind OPERATOR(pg_catalog.=) 'f' THEN 'EXECUTE' ELSE 'SELECT' END))
+    )
+    SELECT pg_catalog.array_agg(holder.role) FILTER (WHERE holder.name OPERATOR(pg_catalog.=) 'worker'),
+           pg_catalog.array_agg(holder.role) FILTER (WHERE holder.name OPERATOR(pg_catalog.=) 'monitor'),
+           pg_catalog.array_agg(holder.role) FILTER (WHERE holder.name OPERATOR(pg_catalog.=) 'admin')
+      INTO workers, monitors, admins
+      FROM holder;
 
     -- Out of the extension first, which takes it and its ids' sequence out of the
     -- extension's dumped configuration too (a DROP alone would leave their oids there).
@@ -448,19 +572,22 @@ END $body$;
                    AND (batch IS NOT NULL OR read_xid IS NULL))
     );
 
-    FOR reader IN SELECT r.oid::pg_catalog.regrole AS name,
-                         pg_catalog.has_function_privilege(r.oid,
-                             '@extschema@.sendjobs_purge(interval, integer)'::pg_catalog.regprocedure,
-                             'EXECUTE') AS admin
-                    FROM pg_catalog.pg_roles AS r
-                   WHERE r.oid OPERATOR(pg_catalog.=) ANY (coalesce(readers, '{}'))
-    LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.send_job_events, @extschema@.sendjobs_consumers TO %s',
-                                  reader.name);
-        IF reader.admin THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean), @extschema@.sendjobs_drop_consumer(text), @extschema@.sendjobs_read_events(text, integer) TO %s',
-                                      reader.name);
-        END IF;
+    FOREACH reader IN ARRAY coalesce(readers, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.send_job_events TO %s', reader);
+    END LOOP;
+    -- What this release adds to each level (sql/statements/access_level.sql).
+    FOREACH role IN ARRAY coalesce(workers OPERATOR(pg_catalog.||) monitors OPERATOR(pg_catalog.||) admins, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_queue_limits(text) TO %s', role);
+    END LOOP;
+    FOREACH role IN ARRAY coalesce(monitors, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT (ordering_key, priority) ON TABLE @extschema@.send_jobs TO %s', role);
+    END LOOP;
+    FOREACH role IN ARRAY coalesce(monitors OPERATOR(pg_catalog.||) admins, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.sendjobs_consumers, @extschema@.sendjobs_blocked_keys TO %s', role);
+    END LOOP;
+    FOREACH role IN ARRAY coalesce(admins, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.sendjobs_pause(text), @extschema@.sendjobs_resume(text), @extschema@.sendjobs_limit(text, integer, double precision, integer), @extschema@.sendjobs_block_keys(text, boolean), @extschema@.sendjobs_unblock_key(text), @extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean), @extschema@.sendjobs_drop_consumer(text), @extschema@.sendjobs_read_events(text, integer) TO %s',
+                                  role);
     END LOOP;
 END $$;
 

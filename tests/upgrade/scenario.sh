@@ -150,3 +150,13 @@ if [ "$from" != 0.1.0 ]; then
   sql -d upgrade -o /dev/null -c "DROP ROLE upgrade_worker, upgrade_monitor"
   log "the dump keeps the grants the update carried"
 fi
+
+# An update changes no one's rights but as docs/operations.md says ("What an update changes
+# in rights"), step by step from this release; and, from a release before 0.3.0, what users
+# put on the table send_job_events, which 0.3.0 makes a view, stops it, named, with nothing
+# changed.
+log "rights before and after each update of the path from $from"
+/usr/bin/python3 tests/upgrade/rights.py "$from"
+case "$from" in
+  0.1.* | 0.2.*) /usr/bin/python3 tests/upgrade/events_kept.py "$from" ;;
+esac
