@@ -11,10 +11,11 @@ use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::fence::lease_or_default;
 use crate::flow::{self, Lock};
-use crate::spi_plans::Planning;
+use crate::spi_plans::{queue_relation_oids, Planning};
 use crate::stamp::{Stamp, TransactionLink};
 use crate::statements::{statement, Statement};
 use crate::subtransaction::try_step;
+use crate::turns;
 use crate::wakeup;
 
 // Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own index
@@ -26,9 +27,8 @@ static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
 // stale: src/flow.rs); one queue with flow control, its settings locked by this claim.
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
-// Ordered jobs, after the turn of such claims (keyed_turn.sql).
+// Ordered jobs, after the turn of such claims (src/turns.rs).
 static CLAIM_KEYED: Statement = statement!("claim.sql", "keyed");
-static KEYED_TURN: Statement = statement!("keyed_turn.sql");
 // Jobs that gave up, finished as failed under the claim's row locks.
 static GIVE_UP: Statement = statement!("give_up.sql");
 static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
@@ -120,10 +120,10 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
             None => (limited.queues, Lock::Skip),
         };
         // Ordered jobs, left by the passes above: after the turn of such claims, in a
-        // snapshot that sees every one that committed (keyed_turn.sql).
+        // snapshot that sees every one that committed (src/turns.rs).
         if keyed && claimed.len() < batch {
             in_read_committed(|| "ordered jobs".into())?;
-            KEYED_TURN.run(client, &[])?;
+            turns::take_keyed_turn(queue_relation_oids(client)?.0);
             let round = Round {
                 claim: &CLAIM_KEYED,
                 queue,

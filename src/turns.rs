@@ -1,0 +1,46 @@
+//! The extension's own heavyweight locks: the settings lock of sendjobs_queues
+//! (src/flow.rs) and the turn of the claims that take ordered jobs.
+//!
+//! Each is an object lock on one of the extension's relations with a sub-id of its own
+//! (pg_locks: locktype `object`, classid `pg_class`, objsubid 1). No SQL command takes
+//! such a lock: PostgreSQL locks a relation with relation locks, and an object lock with
+//! sub-id 0 only on objects that are not relations. So a role without an access level
+//! cannot hold one and make the claims wait, as it could hold any advisory lock (0.3.0
+//! keyed the turn on an advisory lock: docs/decisions/0016-locks-no-role-can-take.md;
+//! tests/isolation/specs/locks-no-role-can-take.spec).
+
+use pgrx::pg_sys;
+
+/// The sub-id of every lock here (each on a relation of its own).
+const EXTENSION_LOCK_SUBID: u16 = 1;
+
+/// The lock of `relation` (one of the extension's), in this database.
+pub fn extension_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
+    pg_sys::LOCKTAG {
+        // SAFETY: a backend global, set at connection.
+        locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+        locktag_field2: pg_sys::RelationRelationId.to_u32(),
+        locktag_field3: relation.to_u32(),
+        locktag_field4: EXTENSION_LOCK_SUBID,
+        locktag_type: pg_sys::LockTagType::LOCKTAG_OBJECT as u8,
+        locktag_lockmethodid: pg_sys::DEFAULT_LOCKMETHOD as u8,
+    }
+}
+
+/// Waits for the turn of the claims that take ordered jobs and holds it to the end of the
+/// transaction: the lock of `send_jobs` (`relation`) in the exclusive mode. The pass that
+/// follows runs in a snapshot taken after the turn, and sees every claim of an ordered job
+/// that committed before it (docs/decisions/0013-flow-control-in-the-claim.md).
+pub fn take_keyed_turn(relation: pg_sys::Oid) {
+    let tag = extension_lock(relation);
+    // SAFETY: a transaction-level lock, waited for (interruptibly, under the caller's
+    // lock_timeout and statement_timeout), released at the transaction's end.
+    unsafe {
+        pg_sys::LockAcquire(
+            &tag,
+            pg_sys::ExclusiveLock as pg_sys::LOCKMODE,
+            false,
+            false,
+        )
+    };
+}
