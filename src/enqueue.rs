@@ -6,6 +6,7 @@ use pgrx::JsonB;
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{finite, or_raise, queue_name, required, Result, SendJobsError};
+use crate::queue_names::readable_or_known;
 use crate::spi_plans::queue_relation_oids;
 use crate::stamp::TransactionLink;
 use crate::statements::{first, statement, Statement};
@@ -73,6 +74,7 @@ fn enqueue(
     };
 
     Spi::connect_mut(|client| {
+        readable_or_known(client, queue)?;
         if let Some(transaction_id) = transaction_id {
             if let Some(link) = TransactionLink::current(client)? {
                 link.check_key(client, transaction_id)?;

@@ -27,6 +27,11 @@ pub enum SendJobsError {
     #[error("sendjobs: {0}")]
     InvalidArgument(String),
 
+    /// 22023 invalid_parameter_value: a new queue's name that is not a name
+    /// (src/queue_names.rs); printed escaped, so the message draws as what it holds
+    #[error("sendjobs: a new queue's name may not hold {problem}: {name:?}")]
+    NotAName { name: String, problem: &'static str },
+
     /// P0002 no_data_found
     #[error("sendjobs: no send job with id {0}")]
     UnknownJob(i64),
@@ -54,6 +59,11 @@ pub enum SendJobsError {
         "sendjobs: a claim of {0} takes its turn with the other claims, which needs READ COMMITTED"
     )]
     TurnNeedsReadCommitted(String),
+
+    /// 40001 serialization_failure: a claim under REPEATABLE READ or SERIALIZABLE while a
+    /// change of a queue's pause or limits is committing
+    #[error("sendjobs: a change of a queue's pause or limits is committing")]
+    SettingsChanging,
 
     /// 42703 undefined_column
     #[error("sendjobs: column \"{column}\" of relation {table} does not exist")]
@@ -112,12 +122,14 @@ impl SendJobsError {
             Self::BatchOutOfRange { .. }
             | Self::Negative(_)
             | Self::UnknownOutcome(_)
-            | Self::InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
+            | Self::InvalidArgument(_)
+            | Self::NotAName { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
             Self::UnknownJob(_) => ERRCODE_NO_DATA_FOUND,
             Self::NotRedrivable { .. } | Self::OrphanKey { .. } | Self::CatalogVersion(_) => {
                 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             }
             Self::TurnNeedsReadCommitted(_) => ERRCODE_FEATURE_NOT_SUPPORTED,
+            Self::SettingsChanging => ERRCODE_T_R_SERIALIZATION_FAILURE,
             Self::UndefinedColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             Self::NotATable(_) => ERRCODE_WRONG_OBJECT_TYPE,
             Self::PermissionDenied(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -146,6 +158,16 @@ impl SendJobsError {
                 "Under REPEATABLE READ or SERIALIZABLE the count of jobs in flight, and the \
                  jobs of an ordering key, would be read in a snapshot taken before the turn: \
                  claim in a READ COMMITTED transaction of its own.",
+            ),
+            Self::NotAName { .. } => Some(
+                "Queue names are read in logs and on screens: use printable characters, \
+                 with no control, invisible or bidirectional ones, and no white space at \
+                 either end.",
+            ),
+            Self::SettingsChanging => Some(
+                "Under REPEATABLE READ or SERIALIZABLE a claim reads which queues have flow \
+                 control as committed now, and cannot while a change commits: retry the \
+                 transaction.",
             ),
             Self::LinkerGone(_) => Some(
                 "Stamps run as the role that linked the table: link it again \

@@ -431,12 +431,25 @@ fn heartbeat(
 
     Spi::connect_mut(|client| {
         // A capped queue's heartbeat takes its turn with the queue's claims, and reads
-        // the clock after it (heartbeat_queue_lock.sql).
-        let capped = !HEARTBEAT_QUEUE_LOCK.run(client, &[id.into()])?.is_empty();
+        // the clock after it (heartbeat_queue_lock.sql); under REPEATABLE READ the cap as
+        // committed now, not in the snapshot (decision 0017).
+        let capped = if flow::read_committed() {
+            !HEARTBEAT_QUEUE_LOCK.run(client, &[id.into()])?.is_empty()
+        } else {
+            !HEARTBEAT_QUEUE_LOCK
+                .run_now(client, &[id.into()])?
+                .is_empty()
+        };
         let now = if capped { wall_clock() } else { now };
         let extended = HEARTBEAT.run(
             client,
-            &[id.into(), generation.into(), now.into(), lease.into()],
+            &[
+                id.into(),
+                generation.into(),
+                now.into(),
+                lease.into(),
+                capped.into(),
+            ],
         )?;
         if extended.is_empty() {
             return stale_or_unknown(client, id);

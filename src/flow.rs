@@ -12,8 +12,10 @@ use pgrx::{register_xact_callback, PgXactCallbackEvent};
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
+use crate::queue_names::readable_or_known;
 use crate::spi_plans::settings_relation;
 use crate::statements::{first, statement, Statement};
+use crate::turns::extension_lock;
 use crate::wakeup;
 
 static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");
@@ -28,7 +30,11 @@ static QUEUE_BLOCK_KEYS_SAVE: Statement = statement!("queue_block_keys_save.sql"
 static KEY_BLOCK: Statement = statement!("key_block.sql");
 static KEY_UNBLOCK: Statement = statement!("key_unblock.sql");
 
-/// The most claims a second a rate may allow (the CHECK of sendjobs_queues agrees).
+/// The bounds of a rate, in jobs a second (the CHECK of sendjobs_queues agrees): at
+/// least one a day, so that the wait for the next token (`sendjobs_queue_limits`'
+/// retry_after, at most 1/rate) stays a day at most; 0.3.0 took 1e-14, and its
+/// retry_after overflowed (tests/pg_regress/sql/bounds.sql).
+const MIN_RATE: f64 = 1.0 / 86_400.0;
 const MAX_RATE: f64 = 1_000_000.0;
 
 /// Pauses `queue`: from the commit on, no claim hands out its jobs; jobs in flight finish
@@ -48,6 +54,7 @@ fn sendjobs_resume(queue: Option<&str>) {
 fn set_paused(queue: Option<&str>, paused: bool) -> Result<()> {
     let queue = queue_name(required(queue, "queue")?)?;
     Spi::connect_mut(|client| {
+        readable_or_known(client, queue)?;
         QUEUE_PAUSE_SAVE.run(client, &[queue.into(), paused.into()])?;
         settings_changed(client)?;
         if !paused {
@@ -83,9 +90,9 @@ fn set_limit(
             "max_in_flight must be at least 1 (pause a queue with sendjobs_pause)".into(),
         ));
     }
-    if rate.is_some_and(|rate| !(rate > 0.0 && rate <= MAX_RATE)) {
+    if rate.is_some_and(|rate| !(MIN_RATE..=MAX_RATE).contains(&rate)) {
         return Err(SendJobsError::InvalidArgument(format!(
-            "rate must be a number of claims a second above 0 and at most {MAX_RATE}"
+            "rate must be a number of jobs a second from 1/86400 (one a day) to {MAX_RATE}"
         )));
     }
     let burst = match (rate, burst) {
@@ -105,6 +112,7 @@ fn set_limit(
     };
     let now = wall_clock();
     Spi::connect_mut(|client| {
+        readable_or_known(client, queue)?;
         QUEUE_LIMIT_SAVE.run(
             client,
             &[
@@ -133,6 +141,7 @@ fn set_block_keys(queue: Option<&str>, block: Option<bool>) -> Result<()> {
     let queue = queue_name(required(queue, "queue")?)?;
     let block = required(block, "block")?;
     Spi::connect_mut(|client| {
+        readable_or_known(client, queue)?;
         QUEUE_BLOCK_KEYS_SAVE.run(client, &[queue.into(), block.into()])?;
         Ok(())
     })
@@ -169,10 +178,14 @@ pub fn stop_failed_keys(client: &SpiClient<'_>, failed: Vec<FailedKey>) -> Resul
         ids.push(id);
         queues.push(queue);
     }
-    KEY_BLOCK.run(
-        client,
-        &[keys.into(), ids.into(), queues.into(), wall_clock().into()],
-    )?;
+    let args = [keys.into(), ids.into(), queues.into(), wall_clock().into()];
+    // Whether a queue blocks its keys as committed now: under REPEATABLE READ a
+    // sendjobs_block_keys that committed after the snapshot holds too (decision 0017).
+    if read_committed() {
+        KEY_BLOCK.run(client, &args)?;
+    } else {
+        KEY_BLOCK.run_now(client, &args)?;
+    }
     Ok(())
 }
 
@@ -255,9 +268,9 @@ fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
 //   snapshot. When a change is committing, the claim does not wait for it: it reads the
 //   list in a statement of its own, keeps nothing, and its first pass checks each row
 //   against the settings in its own snapshot (claim.sql's other_queues).
-// The lock is an object lock of the settings relation's own (sub-id 1), not the
-// relation's lock: a claim that waits for a limited queue's row lock holds the relation
-// in RowShare, which a change's exclusive lock at its commit would wait for (deadlock).
+// The lock is sendjobs_queues' own object lock (src/turns.rs), not the relation's lock:
+// a claim that waits for a limited queue's row lock holds the relation in RowShare,
+// which a change's exclusive lock at its commit would wait for (deadlock).
 
 thread_local! {
     /// The list as last read, and the invalidation count it was read at.
@@ -267,9 +280,6 @@ thread_local! {
     /// The relation the callback watches (0 until the first claim).
     static WATCHED: Cell<pg_sys::Oid> = const { Cell::new(pg_sys::InvalidOid) };
 }
-
-/// The lock's sub-id (the relation's own object lock, used for nothing else).
-const SETTINGS_LOCK_SUBID: u16 = 1;
 
 /// Counts an invalidation of the watched relation (or of every relation). Runs inside
 /// Postgres's invalidation processing: no SPI, no allocation, no panic.
@@ -283,19 +293,6 @@ unsafe extern "C-unwind" fn settings_invalidated(_arg: pg_sys::Datum, relation: 
 /// The next claim reads the list again.
 fn forget_list() {
     INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
-}
-
-/// The settings lock of `relation` (sendjobs_queues), an object lock of this database.
-fn settings_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
-    pg_sys::LOCKTAG {
-        // SAFETY: a backend global, set at connection.
-        locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
-        locktag_field2: pg_sys::RelationRelationId.to_u32(),
-        locktag_field3: relation.to_u32(),
-        locktag_field4: SETTINGS_LOCK_SUBID,
-        locktag_type: pg_sys::LockTagType::LOCKTAG_OBJECT as u8,
-        locktag_lockmethodid: pg_sys::DEFAULT_LOCKMETHOD as u8,
-    }
 }
 
 /// What a claim's first pass is told about flow control (`limited_queues`).
@@ -316,11 +313,13 @@ impl Limited {
 }
 
 /// The queues with flow control, for a claim's first pass; from the backend's list while
-/// it holds. Under REPEATABLE READ and SERIALIZABLE the list is read in the transaction's
-/// snapshot, which may be older than the last change: used, not kept.
+/// it holds. Under REPEATABLE READ and SERIALIZABLE the transaction's snapshot may be
+/// older than the last change, so the list is read as committed now (`read_list_now`),
+/// under the settings lock: a claim there never takes a job of a queue whose pause or
+/// limits committed after its snapshot (decision 0017).
 pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
     let relation = watch(client)?;
-    let tag = settings_lock(relation);
+    let tag = extension_lock(relation);
     // SAFETY: a transaction-level lock, never waited for, released by first_pass_done
     // or at the transaction's end.
     let got = unsafe {
@@ -335,6 +334,15 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
     // SAFETY: reads the invalidations committed so far (before this lock's holder, if any,
     // released it: all of them, when the lock was had).
     unsafe { pg_sys::AcceptInvalidationMessages() };
+    if !read_committed() {
+        // Without the lock a change is committing, which a snapshot of the present could
+        // miss and the transaction's cannot see: the caller retries.
+        if held.is_none() {
+            return Err(SendJobsError::SettingsChanging);
+        }
+        let queues = read_list_now(client)?;
+        return Ok(Limited { queues, held });
+    }
     let seen = INVALIDATIONS.get();
     if held.is_some() {
         if let Some(queues) =
@@ -344,7 +352,7 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
         }
     }
     let queues = read_list(client)?;
-    if held.is_some() && read_committed() {
+    if held.is_some() {
         LIMITED.set((seen, queues.clone()));
     }
     Ok(Limited { queues, held })
@@ -404,6 +412,15 @@ fn read_list(client: &SpiClient<'_>) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The queues with flow control as committed now, whatever the transaction's snapshot.
+fn read_list_now(client: &SpiClient<'_>) -> Result<Vec<String>> {
+    Ok(LIMITED_QUEUES
+        .run_now(client, &[])?
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
 /// Whether the transaction takes a new snapshot for each statement (READ COMMITTED), not
 /// one for all (REPEATABLE READ, SERIALIZABLE).
 pub fn read_committed() -> bool {
@@ -431,7 +448,7 @@ fn settings_changed(client: &SpiClient<'_>) -> Result<()> {
     forget_list();
     register_xact_callback(PgXactCallbackEvent::Abort, forget_list);
     register_xact_callback(PgXactCallbackEvent::PreCommit, move || {
-        let tag = settings_lock(relation);
+        let tag = extension_lock(relation);
         // SAFETY: the lock above in the exclusive mode, waited for, until the commit ends.
         unsafe {
             pg_sys::LockAcquire(

@@ -23,6 +23,7 @@ mod link;
 mod majors;
 mod outbox;
 mod purge;
+mod queue_names;
 mod redrive;
 mod spi_plans;
 mod sql_types;
@@ -30,6 +31,7 @@ mod stamp;
 mod statements;
 mod stats;
 mod subtransaction;
+mod turns;
 mod wakeup;
 
 ::pgrx::pg_module_magic!(name, version);

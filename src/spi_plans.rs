@@ -15,7 +15,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
@@ -344,6 +344,76 @@ pub fn execute<'conn>(
         planning,
         || Ok(client.select(statement, None, args)?),
     )
+}
+
+/// Runs one of our statements once, as the extension's owner, in a snapshot of the present
+/// instead of the transaction's: under REPEATABLE READ and SERIALIZABLE, what must see
+/// every change committed so far (a queue's settings: decision 0017), as PostgreSQL's own
+/// foreign-key checks run (`SPI_execute_snapshot`; pgrx runs a statement in the
+/// transaction's snapshot). Prepared for this call only: such calls are rare. Returns the
+/// first column of each row as text.
+pub fn execute_now(
+    client: &SpiClient<'_>,
+    sql: &str,
+    types: &[PgOid],
+    args: &[DatumWithOid<'_>],
+) -> Result<Vec<Option<String>>> {
+    let text = sql.replace("@extschema@", &extension_schema(client)?);
+    let text = CString::new(text)
+        .map_err(|_| SendJobsError::Internal("a statement with a NUL byte".into()))?;
+    let mut types: Vec<pg_sys::Oid> = types.iter().map(|t| t.value()).collect();
+    let (mut values, nulls): (Vec<pg_sys::Datum>, Vec<std::ffi::c_char>) = args
+        .iter()
+        .map(|arg| match arg.datum() {
+            Some(datum) => (datum.sans_lifetime(), b' ' as std::ffi::c_char),
+            None => (pg_sys::Datum::from(0usize), b'n' as std::ffi::c_char),
+        })
+        .unzip();
+    within(owner_scope(client)?, || {
+        // SAFETY: SPI is connected (the caller's client); the arguments match the declared
+        // types; the plan is freed before the end, and every value is read before the next
+        // SPI call.
+        unsafe {
+            let plan = pg_sys::SPI_prepare(
+                text.as_ptr(),
+                i32::try_from(types.len()).unwrap_or(0),
+                types.as_mut_ptr(),
+            );
+            if plan.is_null() {
+                return Err(SendJobsError::Internal(
+                    "a statement did not prepare".into(),
+                ));
+            }
+            let status = pg_sys::SPI_execute_snapshot(
+                plan,
+                values.as_mut_ptr(),
+                nulls.as_ptr(),
+                pg_sys::GetLatestSnapshot(),
+                std::ptr::null_mut(),
+                false,
+                true,
+                0,
+            );
+            let mut rows = Vec::new();
+            if status >= 0 && !pg_sys::SPI_tuptable.is_null() {
+                let table = &*pg_sys::SPI_tuptable;
+                for i in 0..usize::try_from(pg_sys::SPI_processed).unwrap_or(0) {
+                    let value = pg_sys::SPI_getvalue(*table.vals.add(i), table.tupdesc, 1);
+                    rows.push(
+                        (!value.is_null())
+                            .then(|| CStr::from_ptr(value).to_string_lossy().into_owned()),
+                    );
+                }
+            }
+            pg_sys::SPI_freeplan(plan);
+            if status < 0 {
+                return Err(SendJobsError::Internal(format!(
+                    "a statement answered SPI status {status}"
+                )));
+            }
+            Ok(rows)
+        }
+    })
 }
 
 /// A one-off query of ours (catalog look-ups, casts of the caller's input) in

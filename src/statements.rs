@@ -128,6 +128,17 @@ impl Statement {
         spi_plans::execute(client, &plan, args, planning)
     }
 
+    /// Runs the statement once as the extension's owner in a snapshot of the present, not
+    /// the transaction's (`spi_plans::execute_now`): the first column of each row, as text.
+    pub fn run_now(
+        &self,
+        client: &SpiClient<'_>,
+        args: &[DatumWithOid<'_>],
+    ) -> Result<Vec<Option<String>>> {
+        self.check_args(args);
+        spi_plans::execute_now(client, self.text(), &self.parsed.types, args)
+    }
+
     /// Runs the statement once, unprepared, as the caller: catalog look-ups and checks
     /// of the caller's own input (`spi_plans::Scope::Caller`).
     pub fn select_as_caller<'conn>(

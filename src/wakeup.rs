@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::errors::{or_raise, queue_name, required, Result};
+use crate::queue_names::readable_or_known;
 use crate::statements::{first, statement, Statement};
 
 static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
@@ -38,6 +39,7 @@ fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
         queue_name(queue)?;
     }
     Spi::connect_mut(|client| {
+        readable_or_known(client, queue)?;
         QUEUE_NOTIFY_SAVE.run(client, &[queue.into(), enabled.into()])?;
         Ok(())
     })
