@@ -4,7 +4,8 @@
 #   - pg_isolation_regress  tests/isolation/specs/*.spec -> tests/isolation/expected/*.out
 # The extension must already be installed into the PostgreSQL of SENDJOBS_PG (default 18,
 # scripts/lib.sh; scripts/test.sh installs it). Exits non-zero when any test fails (regression.diffs is printed);
-# SENDJOBS_SQLTEST_RESULTS=DIR keeps the actual output of failing tests, to review and bless.
+# SENDJOBS_SQLTEST_RESULTS=DIR keeps the actual output of failing tests, to review and bless;
+# SENDJOBS_SQLTEST_ONLY=REGEX runs only the tests whose names match (grep -E).
 #
 #   bash scripts/test-sql.sh [LABEL]     LABEL names the run in its closing line
 set -euo pipefail
@@ -39,10 +40,12 @@ fi
 OUT="$SENDJOBS_CLUSTER_DIR/sqltest"
 mkdir -p "$OUT"
 
-# Test names: the files in a directory, sorted, without their extension.
+# Test names: the files in a directory, sorted, without their extension (those matching
+# SENDJOBS_SQLTEST_ONLY, when set).
 names() {
   local dir=$1 ext=$2
-  find "$dir" -maxdepth 1 -type f -name "*.$ext" -printf '%f\n' | sed "s/\.$ext\$//" | LC_ALL=C sort
+  find "$dir" -maxdepth 1 -type f -name "*.$ext" -printf '%f\n' | sed "s/\.$ext\$//" | LC_ALL=C sort |
+    grep -E "${SENDJOBS_SQLTEST_ONLY:-.}" || true
 }
 
 # A fresh database as pg_regress makes one for its own instance (its --use-existing mode
@@ -85,13 +88,14 @@ run_suite() {
 
 mapfile -t regress_tests < <(names tests/pg_regress/sql sql)
 mapfile -t isolation_tests < <(names tests/isolation/specs spec)
-if [ ${#regress_tests[@]} -eq 0 ] || [ ${#isolation_tests[@]} -eq 0 ]; then
+if [ $((${#regress_tests[@]} + ${#isolation_tests[@]})) -eq 0 ] ||
+   { [ -z "${SENDJOBS_SQLTEST_ONLY:-}" ] && { [ ${#regress_tests[@]} -eq 0 ] || [ ${#isolation_tests[@]} -eq 0 ]; }; }; then
   echo "test-sql.sh: no tests found in tests/pg_regress/sql or tests/isolation/specs" >&2
   exit 2
 fi
 
-run_suite regress "$PG_REGRESS" tests/pg_regress "${regress_tests[@]}"
-run_suite isolation "$PG_ISOLATION_REGRESS" tests/isolation "${isolation_tests[@]}"
+[ ${#regress_tests[@]} -eq 0 ] || run_suite regress "$PG_REGRESS" tests/pg_regress "${regress_tests[@]}"
+[ ${#isolation_tests[@]} -eq 0 ] || run_suite isolation "$PG_ISOLATION_REGRESS" tests/isolation "${isolation_tests[@]}"
 
 if [ ${#failed[@]} -gt 0 ]; then
   log "$label: FAILED: ${failed[*]}"

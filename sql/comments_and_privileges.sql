@@ -38,7 +38,7 @@ COMMENT ON FUNCTION @extschema@.sendjobs_pause(text) IS
 COMMENT ON FUNCTION @extschema@.sendjobs_resume(text) IS
     'Resumes a paused queue, and wakes its workers at the commit (NOTIFY sendjobs_wakeup, payload the queue name).';
 COMMENT ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) IS
-    'Sets a queue''s limits, replacing its earlier ones, enforced by every claim: at most max_in_flight of its jobs under an unexpired lease at once; at most rate claims a second with bursts of burst (a token bucket on the database clock; burst defaults to one second''s worth). NULL: no such limit; sendjobs_limit(queue) lifts both. A claim beyond them gets fewer rows, not an error.';
+    'Sets a queue''s limits, replacing its earlier ones, enforced by every claim: at most max_in_flight of its jobs under an unexpired lease at once; at most rate jobs claimed a second (from 1/86400, one a day, to 1,000,000) with bursts of burst (a token bucket on the database clock; burst defaults to one second''s worth). NULL: no such limit; sendjobs_limit(queue) lifts both. A claim beyond them gets fewer rows, not an error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_queue_limits(text) IS
     'The flow control of a queue (NULL: of every queue that has some): paused, max_in_flight and in_flight, rate, burst and tokens, and whether a claim would be limited now (limited: paused, max_in_flight or rate; NULL when not) and when that may lift by itself (retry_after). A worker whose claim came back short asks it to tell limited from empty.';
 COMMENT ON FUNCTION @extschema@.sendjobs_block_keys(text, boolean) IS
@@ -174,7 +174,7 @@ COMMENT ON COLUMN @extschema@.sendjobs_queues.burst IS 'The most claims at once 
 COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens IS 'The token bucket: the claims left at tokens_at (refilled at rate a second up to burst).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was counted (the claims'' clock).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.block_keys IS 'Whether a job with an ordering key that fails for good stops the rest of its key (sendjobs_block_keys).';
-COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate above 0 (at most 1,000,000 a second) with a burst of at least 1 and its bucket.';
+COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate from one a day (1/86400) to 1,000,000 jobs a second with a burst of at least 1 and its bucket.';
 
 -- sendjobs_blocked_keys
 COMMENT ON TABLE @extschema@.sendjobs_blocked_keys IS

@@ -240,12 +240,20 @@ CREATE TABLE @extschema@.sendjobs_queues (
     -- Whether a job of an ordering key that fails for good stops the rest of its key
     -- (sendjobs_block_keys; sendjobs_blocked_keys holds the stopped keys).
     block_keys    boolean NOT NULL DEFAULT false,
+    -- Every operator qualified and every constant of its column's type: CREATE EXTENSION
+    -- resolves a stored expression on the extension's schema, where `rate > 0` (float8
+    -- against int4, which pg_catalog has no operator for) bound an operator planted there
+    -- (0.3.0; tests/pg_regress/sql/stored_expressions.sql). A rate is one a day to
+    -- 1,000,000 a second (src/flow.rs).
     CONSTRAINT sendjobs_queues_limits_check CHECK (
-        (max_in_flight IS NULL OR max_in_flight >= 1)
-        AND (rate IS NULL) = (burst IS NULL)
-        AND (rate IS NULL) = (tokens IS NULL)
-        AND (rate IS NULL) = (tokens_at IS NULL)
-        AND (rate IS NULL OR rate > 0 AND rate <= 1000000 AND burst >= 1)
+        (max_in_flight IS NULL OR max_in_flight OPERATOR(pg_catalog.>=) 1)
+        AND (rate IS NULL) OPERATOR(pg_catalog.=) (burst IS NULL)
+        AND (rate IS NULL) OPERATOR(pg_catalog.=) (tokens IS NULL)
+        AND (rate IS NULL) OPERATOR(pg_catalog.=) (tokens_at IS NULL)
+        AND (rate IS NULL
+             OR rate OPERATOR(pg_catalog.>=) (1::float8 OPERATOR(pg_catalog./) 86400::float8)
+                AND rate OPERATOR(pg_catalog.<=) 1000000::float8
+                AND burst OPERATOR(pg_catalog.>=) 1)
     )
 );
 

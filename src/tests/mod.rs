@@ -7,12 +7,31 @@
 
 use pgrx::prelude::*;
 
+mod bounds;
 mod guard;
 mod job_state;
 mod link;
 mod model;
 mod plans;
 mod statements;
+
+/// Runs `f` in a subtransaction that is always rolled back, catching its error: each case
+/// of a property test starts from the same tables inside the one transaction of its test.
+pub(crate) fn rolled_back<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    // SAFETY: the pattern PL/pgSQL uses for exception blocks: remember the memory context
+    // and resource owner, begin, run, roll back, restore both.
+    unsafe {
+        let context = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(context);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        pg_sys::RollbackAndReleaseCurrentSubTransaction();
+        pg_sys::MemoryContextSwitchTo(context);
+        pg_sys::CurrentResourceOwner = owner;
+        result
+    }
+}
 
 fn run(sql: &str) {
     Spi::run(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));

@@ -23,10 +23,11 @@ mod tests {
     use pgrx::prelude::*;
 
     use std::collections::HashMap;
-    use std::panic::AssertUnwindSafe;
 
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+    use crate::tests::rolled_back;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
     enum Due {
@@ -919,22 +920,6 @@ mod tests {
     }
 
     /// Runs `f` in a subtransaction that is then rolled back, whatever happened inside.
-    fn rolled_back<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
-        // SAFETY: the pattern PL/pgSQL uses for exception blocks: remember the memory
-        // context and resource owner, begin, run, roll back, restore both.
-        unsafe {
-            let context = pg_sys::CurrentMemoryContext;
-            let owner = pg_sys::CurrentResourceOwner;
-            pg_sys::BeginInternalSubTransaction(std::ptr::null());
-            pg_sys::MemoryContextSwitchTo(context);
-            let result = std::panic::catch_unwind(AssertUnwindSafe(f));
-            pg_sys::RollbackAndReleaseCurrentSubTransaction();
-            pg_sys::MemoryContextSwitchTo(context);
-            pg_sys::CurrentResourceOwner = owner;
-            result
-        }
-    }
-
     fn model_cases() -> u32 {
         std::env::var("SENDJOBS_MODEL_CASES")
             .ok()
