@@ -33,7 +33,7 @@ static KEY_UNBLOCK: Statement = statement!("key_unblock.sql");
 /// The bounds of a rate, in jobs a second (the CHECK of sendjobs_queues agrees): at
 /// least one a day, so that the wait for the next token (`sendjobs_queue_limits`'
 /// retry_after, at most 1/rate) stays a day at most; 0.3.0 took 1e-14, and its
-/// retry_after overflowed (tests/pg_regress/sql/bounds.sql).
+/// retry_after overflowed (src/tests/bounds.rs).
 const MIN_RATE: f64 = 1.0 / 86_400.0;
 const MAX_RATE: f64 = 1_000_000.0;
 
