@@ -9,6 +9,7 @@ use pgrx::spi::SpiClient;
 use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
+use crate::fair_share;
 use crate::fence::lease_or_default;
 use crate::flow::{self, Lock};
 use crate::spi_plans::{queue_relation_oids, Planning};
@@ -18,15 +19,17 @@ use crate::subtransaction::try_step;
 use crate::turns;
 use crate::wakeup;
 
-// Two statements, not one with `($4 IS NULL OR queue = $4)`: each keeps its own index
-// under a generic plan (sql/statements/claim.sql).
-pub(crate) static CLAIM_ANY_QUEUE: Statement = statement!("claim.sql", "any_queue");
+// A claim from one queue: without flow control there, or (other_queues) when the list
+// of limited queues may be stale, each row then checked against the settings
+// (sql/statements/claim.sql); a queue with flow control, its settings locked by this
+// claim (limited_queue).
 static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
-// Every queue (or the queue named) but those with flow control, each row checked
-// against the settings (also the first pass when the list of limited queues may be
-// stale: src/flow.rs); one queue with flow control, its settings locked by this claim.
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
+// A claim from any queue: each queue its share (src/fair_share.rs), under the settings
+// lock (exact) or checking each row against the settings (checked).
+pub(crate) static CLAIM_SHARES_EXACT: Statement = statement!("claim_shares.sql", "exact");
+static CLAIM_SHARES_CHECKED: Statement = statement!("claim_shares.sql", "checked");
 // Ordered jobs, after the turn of such claims (src/turns.rs).
 static CLAIM_KEYED: Statement = statement!("claim.sql", "keyed");
 // Jobs that gave up, finished as failed under the claim's row locks.
@@ -48,6 +51,9 @@ fn sendjobs_claim(
 /// A send_jobs row (the composite pgrx reads and returns).
 type Job = pgrx::composite_type!('static, "send_jobs");
 
+/// Jobs that gave up: their ids and transaction ids, for their stamps.
+type GaveUp = Vec<(Option<i64>, Option<String>)>;
+
 fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Result<Vec<Job>> {
     let batch = required(batch, "batch")?;
     let max = config::max_batch();
@@ -56,124 +62,381 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
     }
     let lease = lease_or_default(lease)?;
     let now = wall_clock();
+    let batch = usize::try_from(batch).unwrap_or(1);
 
     Spi::connect_mut(|client| {
-        let batch = usize::try_from(batch).unwrap_or(1);
-        let mut claimed = Vec::with_capacity(batch);
         // Flow control is in use where this claim would take from (src/flow.rs keeps the
-        // list): the queues without it first, then from each queue with it what its
-        // settings allow, under its lock. A claim from one queue waits for that queue's
-        // lock (and takes its ordered jobs under it); a claim from any queue locks them
-        // in name order, skipping one that another claim holds (so two such claims never
-        // wait on each other).
+        // list): the queues without it in one statement, then from each queue with it
+        // what its settings allow, under its lock.
         let limited = flow::limited_queues(client)?;
-        // The first pass's variant, and its $5 (read by other_queues alone).
-        let first = match queue {
-            Some(queue) if limited.queues.iter().any(|q| q == queue) => None,
-            Some(_) if limited.exact() => Some((&CLAIM_ONE_QUEUE, None, Planning::Generic)),
-            None if limited.exact() && limited.queues.is_empty() => {
-                Some((&CLAIM_ANY_QUEUE, None, Planning::Generic))
+        match queue {
+            Some(queue) => claim_one_queue(client, queue, batch, now, lease, limited),
+            None => claim_any_queue(client, batch, now, lease, limited),
+        }
+    })
+}
+
+/// A claim from `queue`: it waits for the queue's lock if the queue has flow control
+/// (and takes its ordered jobs under it).
+fn claim_one_queue(
+    client: &mut SpiClient<'_>,
+    queue: &str,
+    batch: usize,
+    now: TimestampWithTimeZone,
+    lease: Interval,
+    limited: flow::Limited,
+) -> Result<Vec<Job>> {
+    let mut claimed = Vec::with_capacity(batch);
+    let mut gave_up = Vec::new();
+    let is_limited = limited.queues.iter().any(|q| q == queue);
+    let mut keyed = false;
+    if !is_limited {
+        let round = if limited.exact() {
+            Round {
+                claim: &CLAIM_ONE_QUEUE,
+                queue: Some(queue),
+                other_than: None,
+                planning: Planning::Generic,
             }
+        } else {
             // A list of limited queues that may have changed (limited_queues says when):
             // every row the pass takes is checked against the settings in its snapshot.
-            _ => Some((
-                &CLAIM_OTHER_QUEUES,
-                Some(limited.queues.clone()),
-                Planning::ForTheValues,
-            )),
+            Round {
+                claim: &CLAIM_OTHER_QUEUES,
+                queue: Some(queue),
+                other_than: Some(limited.queues.clone()),
+                planning: Planning::ForTheValues,
+            }
         };
-        let mut gave_up = Vec::new();
-        let keyed = match first {
-            Some((claim, other_than, planning)) => {
-                let round = Round {
-                    claim,
-                    queue,
-                    other_than,
-                    planning,
-                };
-                claim_rounds(
+        keyed = claim_rounds(
+            client,
+            &round,
+            batch,
+            now,
+            lease,
+            &mut claimed,
+            &mut gave_up,
+        )?
+        .keyed;
+    }
+    // The jobs that gave up are stamped once the settings lock is released: a stamp
+    // runs the linked table's code and may wait on its rows.
+    flow::first_pass_done(&limited);
+    finish_gave_up(client, &mut gave_up)?;
+    if keyed && claimed.len() < batch {
+        claim_keyed(
+            client,
+            Some(queue),
+            &[],
+            batch,
+            lease,
+            &mut claimed,
+            &mut gave_up,
+        )?;
+    }
+    if is_limited {
+        claim_limited(
+            client,
+            queue,
+            batch,
+            Lock::Wait,
+            lease,
+            &mut claimed,
+            &mut gave_up,
+        )?;
+    }
+    Ok(claimed)
+}
+
+/// A claim from any queue serves the queues with due jobs in turn, each its share of the
+/// batch (src/fair_share.rs; decision 0019): first those without flow control, in one
+/// statement under the settings lock, places kept for the limited queues the turn reaches;
+/// then ordered jobs; then the limited queues reached, each under its lock (skipped when
+/// another claim holds it, so two such claims never wait on each other); and the places
+/// they left go round again. Under REPEATABLE READ and SERIALIZABLE, where the turn of a
+/// limited queue is refused, the limited queues are left to the end (as before 0.4.0).
+fn claim_any_queue(
+    client: &mut SpiClient<'_>,
+    batch: usize,
+    now: TimestampWithTimeZone,
+    lease: Interval,
+    limited: flow::Limited,
+) -> Result<Vec<Job>> {
+    let mut claimed = Vec::with_capacity(batch);
+    let mut gave_up = Vec::new();
+    let keep_places = flow::read_committed();
+    let mut turn = Turn {
+        limited: &limited.queues,
+        passed: if keep_places {
+            limited.paused.clone()
+        } else {
+            limited.queues.clone()
+        },
+        kept: Vec::new(),
+    };
+    let mut statement = if limited.exact() {
+        &CLAIM_SHARES_EXACT
+    } else {
+        &CLAIM_SHARES_CHECKED
+    };
+    let mut first = true;
+    let mut tried = Vec::new();
+    loop {
+        let keyed = serve_in_turn(
+            client,
+            statement,
+            &mut turn,
+            batch,
+            now,
+            lease,
+            &mut claimed,
+            &mut gave_up,
+        )?;
+        if first {
+            flow::first_pass_done(&limited);
+            finish_gave_up(client, &mut gave_up)?;
+            // Ordered jobs, in the places the limited queues do not hold.
+            let places = batch - claimed.len() - turn.kept_places();
+            if keyed && places > 0 {
+                let upto = claimed.len() + places;
+                claim_keyed(
                     client,
-                    &round,
-                    batch,
-                    now,
+                    None,
+                    &limited.queues,
+                    upto,
                     lease,
                     &mut claimed,
                     &mut gave_up,
-                )?
-                .keyed
+                )?;
             }
-            None => false,
-        };
-        // The jobs that gave up are stamped once the settings lock is released: a stamp
-        // runs the linked table's code and may wait on its rows.
-        flow::first_pass_done(&limited);
-        finish_gave_up(client, &mut gave_up)?;
-        let (queues, lock) = match queue {
-            Some(_) => (
-                limited
-                    .queues
-                    .into_iter()
-                    .filter(|q| Some(q.as_str()) == queue)
-                    .collect(),
-                Lock::Wait,
-            ),
-            None => (limited.queues, Lock::Skip),
-        };
-        // Ordered jobs, left by the passes above: after the turn of such claims, in a
-        // snapshot that sees every one that committed (src/turns.rs).
-        if keyed && claimed.len() < batch {
-            in_read_committed(|| "ordered jobs".into())?;
-            turns::take_keyed_turn(queue_relation_oids(client)?.0);
-            let round = Round {
-                claim: &CLAIM_KEYED,
-                queue,
-                other_than: (!queues.is_empty()).then(|| queues.clone()),
-                planning: Planning::Generic,
-            };
-            claim_rounds(
-                client,
-                &round,
-                batch,
-                wall_clock(),
-                lease,
-                &mut claimed,
-                &mut gave_up,
-            )?;
-            finish_gave_up(client, &mut gave_up)?;
+            first = false;
+            statement = &CLAIM_SHARES_CHECKED;
         }
-        for queue in queues {
-            let wanted = batch - claimed.len();
-            if wanted == 0 {
-                break;
-            }
-            in_read_committed(|| format!("queue {queue:?}"))?;
-            let Some(allowance) = flow::allowance(client, &queue, wanted, lock)? else {
-                continue;
-            };
-            if allowance.jobs == 0 {
-                continue;
-            }
-            let before = claimed.len();
-            let round = Round {
-                claim: &CLAIM_LIMITED_QUEUE,
-                queue: Some(&queue),
-                other_than: None,
-                planning: Planning::Generic,
-            };
-            claim_rounds(
-                client,
-                &round,
-                before + allowance.jobs,
-                allowance.now,
-                lease,
-                &mut claimed,
-                &mut gave_up,
-            )?;
-            finish_gave_up(client, &mut gave_up)?;
-            flow::spend(client, &queue, &allowance, claimed.len() - before)?;
+        if turn.kept.is_empty() {
+            break;
         }
-        Ok(claimed)
-    })
+        for (queue, share) in std::mem::take(&mut turn.kept) {
+            let wanted = share.min(batch - claimed.len());
+            if wanted > 0 {
+                claim_limited(
+                    client,
+                    &queue,
+                    wanted,
+                    Lock::Skip,
+                    lease,
+                    &mut claimed,
+                    &mut gave_up,
+                )?;
+            }
+            tried.push(queue);
+        }
+        if claimed.len() == batch {
+            break;
+        }
+    }
+    // Places still free: the limited queues the turn did not reach, in name order (their
+    // expired leases, which only their own pass takes, and work for places nothing else
+    // fills), as every claim from any queue did before 0.4.0.
+    for queue in limited.queues.iter().filter(|q| !tried.contains(q)) {
+        let wanted = batch - claimed.len();
+        if wanted == 0 {
+            break;
+        }
+        claim_limited(
+            client,
+            queue,
+            wanted,
+            Lock::Skip,
+            lease,
+            &mut claimed,
+            &mut gave_up,
+        )?;
+    }
+    Ok(claimed)
+}
+
+/// Where a claim from any queue is in its turn of the queues.
+struct Turn<'a> {
+    /// The queues with flow control.
+    limited: &'a [String],
+    /// The queues the walk passes over: paused, reached and short of their share, or
+    /// limited and reached.
+    passed: Vec<String>,
+    /// The limited queues reached, with the places kept for each.
+    kept: Vec<(String, usize)>,
+}
+
+impl Turn<'_> {
+    fn kept_places(&self) -> usize {
+        self.kept.iter().map(|(_, places)| places).sum()
+    }
+}
+
+/// Fills the claim's places with the shares of the queues the turn reaches, round after
+/// round: a queue short of its share (empty, or its rows locked by other claims) is
+/// passed over from then on, so each round that does not fill the places passes over one
+/// more queue, and the walk ends. Returns whether ordered jobs are pending.
+#[allow(clippy::too_many_arguments)]
+fn serve_in_turn(
+    client: &mut SpiClient<'_>,
+    statement: &Statement,
+    turn: &mut Turn<'_>,
+    batch: usize,
+    now: TimestampWithTimeZone,
+    lease: Interval,
+    claimed: &mut Vec<Job>,
+    gave_up: &mut GaveUp,
+) -> Result<bool> {
+    let mut keyed = false;
+    loop {
+        let places = batch - claimed.len() - turn.kept_places();
+        if places == 0 {
+            return Ok(keyed);
+        }
+        let reached = fair_share::next_queues(client, now, places, &turn.passed)?;
+        if reached.is_empty() {
+            // No queue left with a due job: the expired leases alone, while there are.
+            let before = (claimed.len(), gave_up.len());
+            keyed |= claim_shares(
+                client,
+                statement,
+                turn,
+                places,
+                &[],
+                &[],
+                now,
+                lease,
+                claimed,
+                gave_up,
+            )?;
+            if (claimed.len(), gave_up.len()) == before {
+                return Ok(keyed);
+            }
+            continue;
+        }
+        let mut queues = Vec::with_capacity(reached.len());
+        let mut shares = Vec::with_capacity(reached.len());
+        let split = fair_share::shares(places, reached.len());
+        for (queue, share) in reached.into_iter().zip(split) {
+            turn.passed.push(queue.clone());
+            if turn.limited.contains(&queue) {
+                turn.kept.push((queue, share));
+            } else {
+                queues.push(queue);
+                shares.push(share);
+            }
+        }
+        if queues.is_empty() {
+            continue;
+        }
+        let wanted = shares.iter().sum();
+        keyed |= claim_shares(
+            client, statement, turn, wanted, &queues, &shares, now, lease, claimed, gave_up,
+        )?;
+    }
+}
+
+/// One run of claim_shares.sql: `shares[i]` jobs of `queues[i]`, and up to `wanted`
+/// expired leases (`wanted` in all). A queue that was not short of its share may have
+/// more: the walk reaches it again. Returns whether ordered jobs are pending.
+#[allow(clippy::too_many_arguments)]
+fn claim_shares(
+    client: &mut SpiClient<'_>,
+    statement: &Statement,
+    turn: &mut Turn<'_>,
+    wanted: usize,
+    queues: &[String],
+    shares: &[usize],
+    now: TimestampWithTimeZone,
+    lease: Interval,
+    claimed: &mut Vec<Job>,
+    gave_up: &mut GaveUp,
+) -> Result<bool> {
+    let rows = statement.run(
+        client,
+        &[
+            now.into(),
+            (wanted as i64).into(),
+            lease.into(),
+            queues.to_vec().into(),
+            shares.iter().map(|&n| n as i64).collect::<Vec<_>>().into(),
+            turn.limited.to_vec().into(),
+        ],
+    )?;
+    let rows = ClaimRows::read(statement, rows, true)?;
+    // Jobs that gave up took places the pending rows of a short queue may have lost in
+    // the merge: then no queue is passed over, and the next round reaches them again.
+    if !rows.giving_up.is_empty() {
+        turn.passed.retain(|q| !queues.contains(q));
+    } else {
+        turn.passed
+            .retain(|q| !queues.contains(q) || rows.short.contains(q));
+    }
+    claimed.extend(rows.jobs);
+    give_up(client, rows.giving_up, now, gave_up)?;
+    Ok(rows.keyed)
+}
+
+/// Ordered jobs, after the turn of such claims, in a snapshot that sees every one that
+/// committed (src/turns.rs): from `queue` or any queue but the `limited` ones, until
+/// `claimed` holds `batch`.
+fn claim_keyed(
+    client: &mut SpiClient<'_>,
+    queue: Option<&str>,
+    limited: &[String],
+    batch: usize,
+    lease: Interval,
+    claimed: &mut Vec<Job>,
+    gave_up: &mut GaveUp,
+) -> Result<()> {
+    in_read_committed(|| "ordered jobs".into())?;
+    turns::take_keyed_turn(queue_relation_oids(client)?.0);
+    let round = Round {
+        claim: &CLAIM_KEYED,
+        queue,
+        other_than: (!limited.is_empty()).then(|| limited.to_vec()),
+        planning: Planning::Generic,
+    };
+    claim_rounds(client, &round, batch, wall_clock(), lease, claimed, gave_up)?;
+    finish_gave_up(client, gave_up)
+}
+
+/// Up to `wanted` jobs of `queue`, which has flow control: what its settings allow, under
+/// its lock.
+fn claim_limited(
+    client: &mut SpiClient<'_>,
+    queue: &str,
+    wanted: usize,
+    lock: Lock,
+    lease: Interval,
+    claimed: &mut Vec<Job>,
+    gave_up: &mut GaveUp,
+) -> Result<()> {
+    in_read_committed(|| format!("queue {queue:?}"))?;
+    let Some(allowance) = flow::allowance(client, queue, wanted, lock)? else {
+        return Ok(());
+    };
+    if allowance.jobs == 0 {
+        return Ok(());
+    }
+    let before = claimed.len();
+    let round = Round {
+        claim: &CLAIM_LIMITED_QUEUE,
+        queue: Some(queue),
+        other_than: None,
+        planning: Planning::Generic,
+    };
+    claim_rounds(
+        client,
+        &round,
+        before + allowance.jobs,
+        allowance.now,
+        lease,
+        claimed,
+        gave_up,
+    )?;
+    finish_gave_up(client, gave_up)?;
+    flow::spend(client, queue, &allowance, claimed.len() - before)
 }
 
 /// A claim that takes a turn (a limited queue's lock, the turn of ordered jobs) counts
@@ -203,6 +466,63 @@ struct Left {
     keyed: bool,
 }
 
+/// The rows of one run of a claim statement (claim.sql, claim_shares.sql).
+struct ClaimRows {
+    /// The jobs claimed, in claim order.
+    jobs: Vec<Job>,
+    /// The queues short of their share (claim_shares.sql).
+    short: Vec<String>,
+    /// The jobs found with every attempt used, still locked.
+    giving_up: Vec<i64>,
+    /// Pending ordered jobs were left to their pass.
+    keyed: bool,
+}
+
+impl ClaimRows {
+    fn read(
+        statement: &Statement,
+        rows: pgrx::spi::SpiTupleTable<'_>,
+        with_shares: bool,
+    ) -> Result<ClaimRows> {
+        let [job, gave_up_flag, id, claim_order, keyed] =
+            ["job", "gave_up", "id", "claim_order", "keyed"].map(|c| statement.ordinal(c));
+        let short = with_shares.then(|| (statement.ordinal("queue"), statement.ordinal("short")));
+        let mut jobs = Vec::with_capacity(rows.len());
+        let mut read = ClaimRows {
+            jobs: Vec::new(),
+            short: Vec::new(),
+            giving_up: Vec::new(),
+            keyed: false,
+        };
+        for row in rows {
+            // Almost every row is a claimed job, the flags only on the rows without one.
+            if let Some(job) = row.get::<Job>(job)? {
+                let order = row
+                    .get::<Timestamp>(claim_order)?
+                    .map(Timestamp::into_inner);
+                jobs.push(((order, row.get::<i64>(id)?), job));
+            } else if let Some(queue) =
+                short.filter(|&(_, flag)| row.get::<bool>(flag).ok().flatten() == Some(true))
+            {
+                read.short.extend(row.get::<String>(queue.0)?);
+            } else if row.get::<bool>(gave_up_flag)? == Some(true) {
+                read.giving_up.extend(row.get::<i64>(id)?);
+            } else if row.get::<bool>(keyed)? == Some(true) {
+                read.keyed = true;
+            } else {
+                return Err(SendJobsError::Internal(
+                    "claim returned a row with neither a job nor a flag".into(),
+                ));
+            }
+        }
+        // In claim order (the statement leaves it to us: a sort node of its own cost a
+        // claim of one job 3% of its instructions).
+        jobs.sort_unstable_by_key(|(order, _)| *order);
+        read.jobs = jobs.into_iter().map(|(_, job)| job).collect();
+        Ok(read)
+    }
+}
+
 /// Runs a round's claim until `claimed` holds `batch` jobs or a round gives up on
 /// nothing: jobs that gave up took places in a round, so the next one claims again for
 /// those places. Each round finishes the jobs it gave up on (give_up.sql: they leave
@@ -215,7 +535,7 @@ fn claim_rounds(
     now: TimestampWithTimeZone,
     lease: Interval,
     claimed: &mut Vec<Job>,
-    gave_up: &mut Vec<(Option<i64>, Option<String>)>,
+    gave_up: &mut GaveUp,
 ) -> Result<Left> {
     let mut left = Left::default();
     loop {
@@ -231,32 +551,10 @@ fn claim_rounds(
             ],
             round.planning,
         )?;
-        let [job, gave_up_flag, id, claim_order, keyed] =
-            ["job", "gave_up", "id", "claim_order", "keyed"].map(|c| round.claim.ordinal(c));
-        let mut jobs = Vec::with_capacity(rows.len());
-        let mut giving_up = Vec::new();
-        for row in rows {
-            // Almost every row is a claimed job, the flags only on the rows without one.
-            if let Some(job) = row.get::<Job>(job)? {
-                let order = row
-                    .get::<Timestamp>(claim_order)?
-                    .map(Timestamp::into_inner);
-                jobs.push(((order, row.get::<i64>(id)?), job));
-            } else if row.get::<bool>(gave_up_flag)? == Some(true) {
-                giving_up.extend(row.get::<i64>(id)?);
-            } else if row.get::<bool>(keyed)? == Some(true) {
-                left.keyed = true;
-            } else {
-                return Err(SendJobsError::Internal(
-                    "claim returned a row with neither a job nor a flag".into(),
-                ));
-            }
-        }
-        // In claim order (the statement leaves it to us: a sort node of its own cost a
-        // claim of one job 3% of its instructions).
-        jobs.sort_unstable_by_key(|(order, _)| *order);
-        claimed.extend(jobs.into_iter().map(|(_, job)| job));
-        let finished = give_up(client, giving_up, now, gave_up)?;
+        let rows = ClaimRows::read(round.claim, rows, false)?;
+        left.keyed |= rows.keyed;
+        claimed.extend(rows.jobs);
+        let finished = give_up(client, rows.giving_up, now, gave_up)?;
         if finished == 0 || claimed.len() == batch {
             return Ok(left);
         }
@@ -269,7 +567,7 @@ fn give_up(
     client: &mut SpiClient<'_>,
     ids: Vec<i64>,
     now: TimestampWithTimeZone,
-    gave_up: &mut Vec<(Option<i64>, Option<String>)>,
+    gave_up: &mut GaveUp,
 ) -> Result<usize> {
     if ids.is_empty() {
         return Ok(0);
@@ -292,10 +590,7 @@ fn give_up(
 }
 
 /// Stamps the business rows of the jobs that gave up, and wakes what their finish frees.
-fn finish_gave_up(
-    client: &mut SpiClient<'_>,
-    gave_up: &mut Vec<(Option<i64>, Option<String>)>,
-) -> Result<()> {
+fn finish_gave_up(client: &mut SpiClient<'_>, gave_up: &mut GaveUp) -> Result<()> {
     if gave_up.is_empty() {
         return Ok(());
     }

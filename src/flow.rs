@@ -274,7 +274,7 @@ fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
 
 thread_local! {
     /// The list as last read, and the invalidation count it was read at.
-    static LIMITED: RefCell<(u64, Vec<String>)> = const { RefCell::new((u64::MAX, Vec::new())) };
+    static LIMITED: RefCell<(u64, List)> = const { RefCell::new((u64::MAX, List::new())) };
     /// Invalidations of sendjobs_queues' cache entry (or of every entry) seen.
     static INVALIDATIONS: Cell<u64> = const { Cell::new(0) };
     /// The relation the callback watches (0 until the first claim).
@@ -295,10 +295,29 @@ fn forget_list() {
     INVALIDATIONS.set(INVALIDATIONS.get().wrapping_add(1));
 }
 
+/// The queues with flow control, in name order, and those of them that are paused.
+#[derive(Clone)]
+struct List {
+    queues: Vec<String>,
+    paused: Vec<String>,
+}
+
+impl List {
+    const fn new() -> Self {
+        List {
+            queues: Vec::new(),
+            paused: Vec::new(),
+        }
+    }
+}
+
 /// What a claim's first pass is told about flow control (`limited_queues`).
 pub struct Limited {
     /// The queues with flow control, in name order.
     pub queues: Vec<String>,
+    /// Those of them that are paused (empty under REPEATABLE READ and SERIALIZABLE, where
+    /// a claim from any queue leaves every limited queue to the end: src/claim.rs).
+    pub paused: Vec<String>,
     /// The settings lock this claim holds until `first_pass_done`: the list is exact for
     /// the first pass. None: a change was committing, the list is only as of its read,
     /// and the first pass must check each row against the settings itself.
@@ -341,21 +360,32 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
             return Err(SendJobsError::SettingsChanging);
         }
         let queues = read_list_now(client)?;
-        return Ok(Limited { queues, held });
+        return Ok(Limited {
+            queues,
+            paused: Vec::new(),
+            held,
+        });
     }
     let seen = INVALIDATIONS.get();
-    if held.is_some() {
-        if let Some(queues) =
-            LIMITED.with_borrow(|(at, queues)| (*at == seen).then(|| queues.clone()))
-        {
-            return Ok(Limited { queues, held });
+    let kept = match held {
+        Some(_) => LIMITED.with_borrow(|(at, list)| (*at == seen).then(|| list.clone())),
+        None => None,
+    };
+    let list = match kept {
+        Some(list) => list,
+        None => {
+            let list = read_list(client)?;
+            if held.is_some() {
+                LIMITED.set((seen, list.clone()));
+            }
+            list
         }
-    }
-    let queues = read_list(client)?;
-    if held.is_some() {
-        LIMITED.set((seen, queues.clone()));
-    }
-    Ok(Limited { queues, held })
+    };
+    Ok(Limited {
+        queues: list.queues,
+        paused: list.paused,
+        held,
+    })
 }
 
 /// The queues with flow control as this backend knows them now, for a finish's wake-up of
@@ -370,13 +400,15 @@ pub fn known_limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
     // SAFETY: reads the invalidations committed so far.
     unsafe { pg_sys::AcceptInvalidationMessages() };
     let seen = INVALIDATIONS.get();
-    if let Some(queues) = LIMITED.with_borrow(|(at, queues)| (*at == seen).then(|| queues.clone()))
+    if let Some(queues) =
+        LIMITED.with_borrow(|(at, list)| (*at == seen).then(|| list.queues.clone()))
     {
         return Ok(queues);
     }
-    let queues = read_list(client)?;
+    let list = read_list(client)?;
+    let queues = list.queues.clone();
     if read_committed() {
-        LIMITED.set((seen, queues.clone()));
+        LIMITED.set((seen, list));
     }
     Ok(queues)
 }
@@ -402,14 +434,18 @@ fn watch(client: &SpiClient<'_>) -> Result<pg_sys::Oid> {
 }
 
 /// The queues with flow control, as sendjobs_queues says in this statement's snapshot.
-fn read_list(client: &SpiClient<'_>) -> Result<Vec<String>> {
-    Ok(LIMITED_QUEUES
-        .run(client, &[])?
-        .map(|row| row.get_by_name::<String, _>("queue"))
-        .collect::<std::result::Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
-        .collect())
+fn read_list(client: &SpiClient<'_>) -> Result<List> {
+    let mut list = List::new();
+    for row in LIMITED_QUEUES.run(client, &[])? {
+        let Some(queue) = row.get_by_name::<String, _>("queue")? else {
+            continue;
+        };
+        if row.get_by_name::<bool, _>("paused")? == Some(true) {
+            list.paused.push(queue.clone());
+        }
+        list.queues.push(queue);
+    }
+    Ok(list)
 }
 
 /// The queues with flow control as committed now, whatever the transaction's snapshot.

@@ -14,6 +14,7 @@ mod clock;
 mod config;
 mod enqueue;
 mod errors;
+mod fair_share;
 mod fence;
 mod finalize;
 mod flow;

@@ -10,22 +10,20 @@
 -- DELETE and INSERT (its two table writes, the finished table's five indexes and its
 -- CHECKs): a fifth of a claim of one job's instructions (callgrind; BENCHMARKS.md,
 -- "Instructions per job").
--- Variants: any_queue ($4 is NULL) and one_queue; each keeps its own index under a
--- generic plan, which one statement with "($4 IS NULL OR queue = $4)" would not.
--- Flow control (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows
--- which queues have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the
--- list, current under the settings lock). Without any where it claims from, it runs
--- any_queue or one_queue, whose scans and plans are what they were before flow control.
--- Otherwise other_queues (from every queue, or queue $4, but those in $5; also when a
--- change of the settings is committing and the list may be stale: its rows are checked
--- against the settings in its own snapshot), planned for the values (a generic plan
--- would guess the share of rows "queue <> ALL ($5)" keeps, and with one queue in the
--- table guessed none: it sorted the whole backlog); and limited_queue, from queue $4,
--- whose settings row the caller holds locked and whose allowance it passes as $2
--- (src/flow.rs). And ordered jobs (a job with an ordering key): any_queue, one_queue and
--- other_queues leave them to the variant keyed, run after a lock that makes such claims
--- take turns (src/claim.rs); limited_queue takes them itself, under its queue's lock. $5
--- is unused by any_queue and one_queue.
+-- A claim from any queue runs claim_shares.sql, each queue its share (decision 0019);
+-- these variants claim from queue $4 alone (keyed: or from any queue). Flow control
+-- (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows which queues
+-- have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the list, current
+-- under the settings lock). Without any in $4, it runs one_queue, whose scans and plans
+-- are what they were before flow control; other_queues when a change of the settings is
+-- committing and the list may be stale (its rows are checked against the settings in its
+-- own snapshot), planned for the values; and limited_queue, from queue $4 with flow
+-- control, whose settings row the caller holds locked and whose allowance it passes as
+-- $2 (src/flow.rs). And ordered jobs (a job with an ordering key): one_queue,
+-- other_queues and claim_shares.sql leave them to the variant keyed (from $4, or from
+-- every queue but those in $5), run after a lock that makes such claims take turns
+-- (src/claim.rs); limited_queue takes them itself, under its queue's lock. $5 is unused
+-- by one_queue.
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -58,9 +56,6 @@ pending AS MATERIALIZED (
      WHERE status = 'pending'
        AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
        AND next_attempt_at <= $1
---- variant any_queue
-       AND $4::text IS NULL
-       AND job.ordering_key IS NULL
 --- variant one_queue
        AND queue = $4
        AND job.ordering_key IS NULL
@@ -117,8 +112,6 @@ expired AS MATERIALIZED (
      WHERE status = 'in_flight' AND lease_expires_at <= $1
        AND lease_expires_at IS NOT NULL
        AND claimed_at < $1
---- variant any_queue
-       AND $4::text IS NULL
 --- variant one_queue
        AND queue = $4
 --- variant other_queues
@@ -175,11 +168,6 @@ UNION ALL
 SELECT NULL, true, id, claim_order, false FROM picked WHERE gave_up
 -- The last row says what this pass left to another: pending ordered jobs (keyed: one
 -- probe of send_jobs_pending_keyed_idx).
---- variant any_queue
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, true
- WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
 --- variant one_queue
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true

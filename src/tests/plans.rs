@@ -46,6 +46,32 @@ mod tests {
                 .is_some_and(|children| children.iter().any(any_sort))
     }
 
+    /// Prepares the statements of a claim from any queue (src/claim.rs): the walk of the
+    /// queues and the shares' claim.
+    fn prepare_any_queue() {
+        let walk = crate::fair_share::QUEUE_TURNS
+            .text()
+            .replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE walk_probe(timestamptz, int8, text, text[]) AS {walk}"
+        ));
+        let shares = crate::claim::CLAIM_SHARES_EXACT
+            .text()
+            .replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE claim_probe(timestamptz, int8, interval, text[], int8[], text[]) AS {shares}"
+        ));
+    }
+
+    /// Index entries read by EXPLAIN ANALYZE of `execute`, and its plan.
+    fn entries_read(execute: &str) -> (i64, serde_json::Value) {
+        let explain = one::<pgrx::Json>(&format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {execute}"
+        ));
+        let plan = explain.0[0]["Plan"].clone();
+        (index_rows_read(&plan), plan)
+    }
+
     /// The claim's cost must not grow with the backlog: with 1,000,000 due rows a batch of
     /// 10 reads about 10 index entries, under custom and generic plans alike.
     #[pg_test]
@@ -53,51 +79,94 @@ mod tests {
         run("INSERT INTO send_jobs (payload, next_attempt_at)
              SELECT '{}', now() - interval '1 day' + g * interval '1 ms' FROM generate_series(1, 1000000) g;
              ANALYZE send_jobs;");
-        let schema_sql = crate::claim::CLAIM_ANY_QUEUE
-            .text()
-            .replace("@extschema@", "public");
-        run(&format!(
-            "PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"
-        ));
+        prepare_any_queue();
         for mode in ["force_custom_plan", "force_generic_plan"] {
             run(&format!("SET LOCAL plan_cache_mode = {mode}"));
-            let explain = one::<pgrx::Json>(
-                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', NULL)",
+            let (read, plan) =
+                entries_read("EXECUTE walk_probe(clock_timestamp(), 10, NULL, '{}')");
+            assert!(
+                read <= 5,
+                "{mode}: the walk read {read} index entries: {plan}"
             );
-            let plan = &explain.0[0]["Plan"];
-            let read = index_rows_read(plan);
+            let (read, plan) = entries_read(
+                "EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', ARRAY['default'], ARRAY[10::int8], '{}')",
+            );
             assert!(
                 read <= 20,
                 "{mode}: the claim read {read} index entries: {plan}"
             );
             assert!(
-                !any_sort(plan),
+                !any_sort(&plan),
                 "{mode}: the claim sorted the backlog: {plan}"
             );
             // The claimed rows are found again by their place (a TID scan), not by a
             // scan of the table.
             assert!(
-                !any_seq_scan(plan) && plan.to_string().contains("\"Node Type\":\"Tid Scan\""),
+                !any_seq_scan(&plan) && plan.to_string().contains("\"Node Type\":\"Tid Scan\""),
                 "{mode}: the claim's update does not find its rows by their place: {plan}"
             );
         }
-        // With flow control on another queue, a claim from any queue takes from the
-        // others with its variant planned for the values (src/claim.rs): the same bound.
-        run("INSERT INTO sendjobs_queues (queue, paused) VALUES ('partner', true)");
+        // A claim from one queue, while a change of the settings is committing, takes
+        // from it with its variant planned for the values (src/claim.rs): the same bound.
         prepare_other_queues("claim_others");
-        let explain = one::<pgrx::Json>(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_others(clock_timestamp(), 10, '1 minute', NULL, ARRAY['partner'])",
+        let (read, plan) = entries_read(
+            "EXECUTE claim_others(clock_timestamp(), 10, '1 minute', 'default', ARRAY['partner'])",
         );
-        let plan = &explain.0[0]["Plan"];
-        let read = index_rows_read(plan);
         assert!(
             read <= 20,
             "other_queues: the claim read {read} index entries: {plan}"
         );
         assert!(
-            !any_sort(plan),
+            !any_sort(&plan),
             "other_queues: the claim sorted the backlog: {plan}"
         );
+    }
+
+    /// Invariant 21's cost (decision 0019): a burst of 100,000 jobs in one queue, committed
+    /// and not yet analyzed, with 50 other queues of due jobs, a paused queue of 100,000
+    /// and a queue whose jobs are all due later: the walk of the next 10 queues reads an
+    /// entry per queue it passes, and the claim of their shares about its batch, whatever
+    /// the backlogs and however stale the statistics (taken before the burst).
+    #[pg_test]
+    fn a_burst_costs_a_claim_from_any_queue_nothing_before_analyze() {
+        run("INSERT INTO send_jobs (queue, payload) SELECT 'q' || g, '{}' FROM generate_series(10, 59) g;
+             ANALYZE send_jobs;
+             INSERT INTO send_jobs (queue, payload, next_attempt_at)
+             SELECT 'burst', '{}', now() - interval '1 hour' FROM generate_series(1, 100000);
+             INSERT INTO send_jobs (queue, payload, next_attempt_at)
+             SELECT 'later', '{}', now() + interval '1 day' FROM generate_series(1, 1000);
+             INSERT INTO send_jobs (queue, payload, next_attempt_at)
+             SELECT 'paused', '{}', now() - interval '2 hours' FROM generate_series(1, 100000);");
+        prepare_any_queue();
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            run(&format!("SET LOCAL plan_cache_mode = {mode}"));
+            // From the start ('burst' sorts first), past 'later' and 'paused'.
+            let (read, plan) =
+                entries_read("EXECUTE walk_probe(clock_timestamp(), 10, 'a', ARRAY['paused'])");
+            assert!(
+                read <= 12 * 2,
+                "{mode}: the walk read {read} index entries: {plan}"
+            );
+            let (read, plan) =
+                entries_read("EXECUTE walk_probe(clock_timestamp(), 10, 'q58', ARRAY['paused'])");
+            assert!(
+                read <= 12 * 2,
+                "{mode}: the walk round to the first read {read} index entries: {plan}"
+            );
+            let (read, plan) = entries_read(
+                "EXECUTE claim_probe(clock_timestamp(), 10, '1 minute',
+                         ARRAY['burst', 'q10', 'q11', 'q12', 'q13', 'q14', 'q15', 'q16', 'q17', 'q18'],
+                         array_fill(1::int8, ARRAY[10]), ARRAY['paused'])",
+            );
+            assert!(
+                read <= 10 * 10,
+                "{mode}: the claim read {read} index entries: {plan}"
+            );
+            assert!(
+                !any_sort(&plan),
+                "{mode}: the claim sorted a backlog: {plan}"
+            );
+        }
     }
 
     /// A sequential scan of the queue (the few rows of sendjobs_queues are read so, and
@@ -119,17 +188,12 @@ mod tests {
              SELECT jsonb_build_object('pad', repeat('x', 1500)), now() - interval '1 day' + g * interval '1 ms'
                FROM generate_series(1, 10000) g;
              ANALYZE send_jobs;");
-        let schema_sql = crate::claim::CLAIM_ANY_QUEUE
-            .text()
-            .replace("@extschema@", "public");
-        run(&format!(
-            "PREPARE claim_probe(timestamptz, int8, interval, text) AS {schema_sql}"
-        ));
+        prepare_any_queue();
         run("SET LOCAL plan_cache_mode = force_generic_plan");
-        let explain = one::<pgrx::Json>(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_probe(clock_timestamp(), 1, '1 minute', NULL)",
+        let (_, plan) = entries_read(
+            "EXECUTE claim_probe(clock_timestamp(), 1, '1 minute', ARRAY['default'], ARRAY[1::int8], '{}')",
         );
-        let plan = &explain.0[0]["Plan"];
+        let plan = &plan;
         assert!(
             !any_seq_scan(plan),
             "the claim scanned the whole table: {plan}"

@@ -1,0 +1,42 @@
+-- sendjobs 0.3.1 -> 0.4.0: fair claims across queues (CHANGELOG.md; decision 0019).
+-- A claim from any queue serves the queues with due jobs in turn, each its share of the
+-- batch: the library does it, with the indexes 0.3.1 has; nothing in the catalog changes
+-- but sendjobs_claim's comment, and every C function is rebound to this release's library.
+-- Takes no lock on the queue's tables: claims and finalizes go on during the update.
+\echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.4.0'" to load this file. \quit
+
+COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
+    'Claims up to batch jobs (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired. From one queue, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. From any queue (queue NULL), the queues with due jobs in turn, each an even share of the batch, each in its claim order: one queue''s backlog never holds another''s due jobs (invariant 21). Each job becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
+
+-- Every C function of the extension, rebound to this release's library: its definition
+-- as Postgres prints it (schema-qualified, with its defaults and attributes), with the
+-- library's name replaced, run again as CREATE OR REPLACE (the function keeps its oid,
+-- its privileges and its comment; triggers and the CHECK that call it follow).
+DO $$
+DECLARE
+    fn record;
+    rebound text;
+BEGIN
+    FOR fn IN SELECT p.oid, p.probin
+                FROM pg_catalog.pg_depend AS d
+                JOIN pg_catalog.pg_proc AS p ON p.oid OPERATOR(pg_catalog.=) d.objid
+                JOIN pg_catalog.pg_language AS l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+                 AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
+                                                         WHERE e.extname OPERATOR(pg_catalog.=) 'sendjobs'::pg_catalog.name)
+                 AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+                 AND l.lanname OPERATOR(pg_catalog.=) 'c'::pg_catalog.name
+                 AND p.probin OPERATOR(pg_catalog.<>) 'sendjobs-@CARGO_VERSION@'::pg_catalog.text
+    LOOP
+        -- pg_get_functiondef prints the library on a line of its own: AS 'library', symbol.
+        rebound := pg_catalog.replace(pg_catalog.pg_get_functiondef(fn.oid),
+                                      E'\nAS ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(fn.probin) OPERATOR(pg_catalog.||) ', ',
+                                      E'\nAS ''sendjobs-@CARGO_VERSION@'', ');
+        IF pg_catalog.strpos(rebound, E'\nAS ''sendjobs-@CARGO_VERSION@'', ') OPERATOR(pg_catalog.=) 0 THEN
+            RAISE EXCEPTION 'sendjobs: cannot rebind function % to its new library', fn.oid::pg_catalog.regprocedure;
+        END IF;
+        EXECUTE rebound;
+    END LOOP;
+END $$;
+
