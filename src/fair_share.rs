@@ -53,6 +53,13 @@ pub fn next_queues(
     Ok(queues)
 }
 
+/// Forgets this backend's place in the turn: its next claim starts as a new session's
+/// (src/tests/fair_share.rs starts each case so).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn forget_place() {
+    LAST_REACHED.set(None);
+}
+
 /// `places` split among `queues` queues as evenly as it goes, the first ones (those
 /// reached first) taking the odd places.
 pub fn shares(places: usize, queues: usize) -> impl Iterator<Item = usize> {

@@ -8,6 +8,7 @@
 use pgrx::prelude::*;
 
 mod bounds;
+mod fair_share;
 mod guard;
 mod job_state;
 mod link;
