@@ -17,6 +17,18 @@ A scenario ends when every job of b was claimed (or after --timeout seconds: the
 still waiting then count with their age, and the report says how many). The report
 gives b's p50 and p99 in ms, median (min-max) over the repetitions, and each
 repetition's ratio to `alone` measured beside it.
+
+With --costs, the claim's own latency instead (invariant 21's cost, decision 0019): one
+client claims --batches from any queue and finalizes them as retries due at once (the
+backlog stays as it was), with pgbench, --cost-seconds a run, in three databases made
+once, the runs interleaved:
+
+  one       one queue holding --cost-backlog due jobs
+  many      100 queues: one holding --cost-backlog less 9,900, 99 holding 100 each
+  limited   the same 100 queues, the 99 small ones capped at 1 job in flight and full
+
+The report gives the claim statement's latency (pgbench -r), median (min-max) over the
+repetitions, and each repetition's ratio to `one` (for `limited`: to `many`).
 """
 
 import argparse
@@ -113,6 +125,72 @@ def scenario(name, args, rep):
     return waits + left, len(left)
 
 
+COST_SCENARIOS = ("one", "many", "limited")
+
+COST_SCRIPT = """\\set batch {batch}
+SELECT array_agg(id) AS ids, array_agg(claim_generation) AS gens FROM sendjobs_claim(:batch, '1 minute') \\gset
+SELECT count(*) FROM sendjobs_finalize_batch(:'ids'::bigint[], :'gens'::bigint[], 'retry', NULL, now());
+"""
+
+
+def cost_database(name, args):
+    """Creates database neighbours_cost_<name> with its backlog (max_attempts high: the
+    retries never use up a job)."""
+    dbname = f"neighbours_cost_{name}"
+    admin = common.Db("postgres")
+    admin.exec(f"DROP DATABASE IF EXISTS {dbname}")
+    admin.exec(f"CREATE DATABASE {dbname} TEMPLATE {TEMPLATE}")
+    admin.close()
+    db = common.Db(dbname)
+    big = args.cost_backlog if name == "one" else args.cost_backlog - 9_900
+    db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'a', max_attempts => 1000000))"
+            "  FROM generate_series(1, %s)", (big,))
+    if name != "one":
+        db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q' || lpad((g % 99)::text, 2, '0'),"
+                "                              max_attempts => 1000000))"
+                "  FROM generate_series(1, 9900) AS g")
+    if name == "limited":
+        db.exec("SELECT sendjobs_limit('q' || lpad(g::text, 2, '0'), max_in_flight => 1) FROM generate_series(0, 98) AS g")
+        db.exec("SELECT count(*) FROM generate_series(0, 98) AS g,"
+                "       LATERAL sendjobs_claim(1, '1 hour', 'q' || lpad(g::text, 2, '0'))")
+    db.exec("VACUUM ANALYZE send_jobs")
+    db.close()
+    return dbname
+
+
+def costs(args, folder, meta):
+    """The claim's latency from any queue in the three databases (module docstring)."""
+    batches = [int(b) for b in common.parse_list(args.batches)]
+    dbs = {name: cost_database(name, args) for name in COST_SCENARIOS}
+    scripts = {b: common.write_script(folder, f"claim_{b}.sql", COST_SCRIPT.format(batch=b)) for b in batches}
+    results = {(n, b): [] for n in COST_SCENARIOS for b in batches}
+    started = time.monotonic()
+    for rep in range(args.reps):
+        for b in batches:
+            for name in COST_SCENARIOS:
+                r = common.pgbench(dbs[name], scripts[b], 1, args.cost_seconds, latencies=True, check=True)
+                claim_ms = r["statements"][1][0] if len(r["statements"]) > 1 else r["statements"][0][0]
+                results[(name, b)].append(claim_ms)
+                common.log(f"rep {rep + 1} batch {b} {name}: claim {claim_ms:.3f} ms ({r['tps']:,.0f} cycles/s)")
+    meta["elapsed_s"] = time.monotonic() - started
+    common.write_meta(folder, meta)
+    lines = ["# Noisy neighbours: a claim's cost from any queue", ""] + common.header_lines(meta)
+    lines += ["", f"1 client claiming from any queue, each batch finalized as retries due at once; "
+              f"{args.cost_backlog:,} due jobs: in one queue (one), or in 100 queues, 99 of them with 100 "
+              f"(many), and with those 99 capped at 1 and full (limited); {args.cost_seconds:g} s a run, "
+              f"{args.reps} repetitions, interleaved.", "",
+              "| batch | scenario | claim latency (ms) | ratio, each repetition |", "|---|---|---|---|"]
+    for b in batches:
+        for name in COST_SCENARIOS:
+            values = results[(name, b)]
+            base = results[(("many" if name == "limited" else "one"), b)]
+            ratios = "" if name == "one" else ", ".join(f"{v / a:.2f}" for v, a in zip(values, base))
+            lines.append(f"| {b} | {name} | {statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f}) "
+                         f"| {ratios} |")
+    lines.append("")
+    return common.write_report(folder, "\n".join(lines) + "\n", "neighbours")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--burst", type=int, default=100_000, help="queue a's pending jobs (default 100000)")
@@ -128,6 +206,10 @@ def main():
     p.add_argument("--reps", type=int, default=3, help="repetitions of every scenario (default 3)")
     p.add_argument("--scenarios", default="alone,burst,capped", help="which, in this order")
     p.add_argument("--analyze", action="store_true", help="ANALYZE after the burst is enqueued")
+    p.add_argument("--costs", action="store_true", help="measure the claim's latency instead (see above)")
+    p.add_argument("--cost-backlog", type=int, default=1_000_000, help="--costs: due jobs in all (default 1000000)")
+    p.add_argument("--batches", default="1,10,100", help="--costs: the claims' batches (default 1,10,100)")
+    p.add_argument("--cost-seconds", type=float, default=5.0, help="--costs: seconds a run (default 5)")
     common.add_name_argument(p, "neighbours")
     args = p.parse_args()
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
@@ -143,6 +225,8 @@ def main():
     template.exec("CREATE EXTENSION sendjobs")
     template.exec("SELECT sendjobs_notify('a', true), sendjobs_notify('b', true)")
     template.close()
+    if args.costs:
+        return costs(args, folder, meta)
 
     results = {name: [] for name in names}
     started = time.monotonic()

@@ -288,15 +288,28 @@ fn serve_in_turn(
     gave_up: &mut GaveUp,
 ) -> Result<bool> {
     let mut keyed = false;
+    // Whether an expired lease may be left (the last run filled its places), and whether
+    // a queue may be left to reach (the last walk found fewer queues than places and
+    // each of them is passed over now): a claim that comes back short stops without
+    // running the walk and the claim again for nothing.
+    let mut expired_left = true;
+    let mut walk_left = true;
     loop {
         let places = batch - claimed.len() - turn.kept_places();
         if places == 0 {
             return Ok(keyed);
         }
-        let reached = fair_share::next_queues(client, now, places, &turn.passed)?;
+        let reached = if walk_left {
+            fair_share::next_queues(client, now, places, &turn.passed)?
+        } else {
+            Vec::new()
+        };
         if reached.is_empty() {
             // No queue left with a due job: the expired leases alone, while there are.
-            let before = (claimed.len(), gave_up.len());
+            if !expired_left {
+                return Ok(keyed);
+            }
+            let before = claimed.len() + gave_up.len();
             keyed |= claim_shares(
                 client,
                 statement,
@@ -309,11 +322,15 @@ fn serve_in_turn(
                 claimed,
                 gave_up,
             )?;
-            if (claimed.len(), gave_up.len()) == before {
+            let took = claimed.len() + gave_up.len() - before;
+            if took == 0 {
                 return Ok(keyed);
             }
+            expired_left = took == places;
+            walk_left = false;
             continue;
         }
+        let every_queue = reached.len() < places;
         let mut queues = Vec::with_capacity(reached.len());
         let mut shares = Vec::with_capacity(reached.len());
         let split = fair_share::shares(places, reached.len());
@@ -330,9 +347,12 @@ fn serve_in_turn(
             continue;
         }
         let wanted = shares.iter().sum();
+        let before = claimed.len() + gave_up.len();
         keyed |= claim_shares(
             client, statement, turn, wanted, &queues, &shares, now, lease, claimed, gave_up,
         )?;
+        expired_left = claimed.len() + gave_up.len() - before == wanted;
+        walk_left = !every_queue || queues.iter().any(|q| !turn.passed.contains(q));
     }
 }
 
