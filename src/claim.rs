@@ -273,9 +273,10 @@ impl Turn<'_> {
 }
 
 /// Fills the claim's places with the shares of the queues the turn reaches, round after
-/// round: a queue short of its share (empty, or its rows locked by other claims) is
-/// passed over from then on, so each round that does not fill the places passes over one
-/// more queue, and the walk ends. Returns whether ordered jobs are pending.
+/// round (claim_shares.sql): a queue short of its share (empty, or its rows locked by
+/// other claims) is passed over from then on, so each round that does not fill the
+/// places passes over one more queue, and the walk ends. Returns whether ordered jobs
+/// are pending.
 #[allow(clippy::too_many_arguments)]
 fn serve_in_turn(
     client: &mut SpiClient<'_>,
@@ -288,113 +289,55 @@ fn serve_in_turn(
     gave_up: &mut GaveUp,
 ) -> Result<bool> {
     let mut keyed = false;
-    // Whether an expired lease may be left (the last run filled its places), and whether
-    // a queue may be left to reach (the last walk found fewer queues than places and
-    // each of them is passed over now): a claim that comes back short stops without
-    // running the walk and the claim again for nothing.
-    let mut expired_left = true;
-    let mut walk_left = true;
     loop {
         let places = batch - claimed.len() - turn.kept_places();
         if places == 0 {
             return Ok(keyed);
         }
-        let reached = if walk_left {
-            fair_share::next_queues(client, now, places, &turn.passed)?
-        } else {
-            Vec::new()
-        };
-        if reached.is_empty() {
-            // No queue left with a due job: the expired leases alone, while there are.
-            if !expired_left {
-                return Ok(keyed);
-            }
-            let before = claimed.len() + gave_up.len();
-            keyed |= claim_shares(
-                client,
-                statement,
-                turn,
-                places,
-                &[],
-                &[],
-                now,
-                lease,
-                claimed,
-                gave_up,
-            )?;
-            let took = claimed.len() + gave_up.len() - before;
-            if took == 0 {
-                return Ok(keyed);
-            }
-            expired_left = took == places;
-            walk_left = false;
-            continue;
-        }
-        let every_queue = reached.len() < places;
-        let mut queues = Vec::with_capacity(reached.len());
-        let mut shares = Vec::with_capacity(reached.len());
-        let split = fair_share::shares(places, reached.len());
-        for (queue, share) in reached.into_iter().zip(split) {
-            turn.passed.push(queue.clone());
-            if turn.limited.contains(&queue) {
-                turn.kept.push((queue, share));
-            } else {
-                queues.push(queue);
-                shares.push(share);
-            }
-        }
-        if queues.is_empty() {
-            continue;
-        }
-        let wanted = shares.iter().sum();
-        let before = claimed.len() + gave_up.len();
-        keyed |= claim_shares(
-            client, statement, turn, wanted, &queues, &shares, now, lease, claimed, gave_up,
+        let rows = statement.run_planned(
+            client,
+            &[
+                now.into(),
+                (places as i64).into(),
+                lease.into(),
+                fair_share::place().into(),
+                turn.passed.clone().into(),
+                turn.limited.to_vec().into(),
+            ],
+            Planning::IndexOrdered,
         )?;
-        expired_left = claimed.len() + gave_up.len() - before == wanted;
-        walk_left = !every_queue || queues.iter().any(|q| !turn.passed.contains(q));
+        let before = claimed.len() + gave_up.len();
+        let rows = ClaimRows::read(statement, rows, true)?;
+        keyed |= rows.keyed;
+        let reached = rows.reached.len();
+        let mut wanted = if reached == 0 { places } else { 0 };
+        let mut every_reached_passed = true;
+        if let Some((queue, _)) = rows.reached.last() {
+            fair_share::reached(queue.clone());
+        }
+        for (queue, share) in rows.reached {
+            if !turn.limited.contains(&queue) {
+                wanted += share;
+                every_reached_passed &= rows.short.contains(&queue);
+            }
+            if turn.limited.contains(&queue) {
+                turn.kept.push((queue.clone(), share));
+                turn.passed.push(queue);
+            } else if rows.short.contains(&queue) && rows.giving_up.is_empty() {
+                // Jobs that gave up took places the pending rows of a short queue may have
+                // lost in the merge: then it is not passed over, and reached again.
+                turn.passed.push(queue);
+            }
+        }
+        claimed.extend(rows.jobs);
+        give_up(client, rows.giving_up, now, gave_up)?;
+        let took = claimed.len() + gave_up.len() - before;
+        // Nothing more to take: fewer expired leases than the places were left, and the
+        // walk reached every queue it could (fewer than the places), each passed over now.
+        if took < wanted && reached < places && every_reached_passed {
+            return Ok(keyed);
+        }
     }
-}
-
-/// One run of claim_shares.sql: `shares[i]` jobs of `queues[i]`, and up to `wanted`
-/// expired leases (`wanted` in all). A queue that was not short of its share may have
-/// more: the walk reaches it again. Returns whether ordered jobs are pending.
-#[allow(clippy::too_many_arguments)]
-fn claim_shares(
-    client: &mut SpiClient<'_>,
-    statement: &Statement,
-    turn: &mut Turn<'_>,
-    wanted: usize,
-    queues: &[String],
-    shares: &[usize],
-    now: TimestampWithTimeZone,
-    lease: Interval,
-    claimed: &mut Vec<Job>,
-    gave_up: &mut GaveUp,
-) -> Result<bool> {
-    let rows = statement.run(
-        client,
-        &[
-            now.into(),
-            (wanted as i64).into(),
-            lease.into(),
-            queues.to_vec().into(),
-            shares.iter().map(|&n| n as i64).collect::<Vec<_>>().into(),
-            turn.limited.to_vec().into(),
-        ],
-    )?;
-    let rows = ClaimRows::read(statement, rows, true)?;
-    // Jobs that gave up took places the pending rows of a short queue may have lost in
-    // the merge: then no queue is passed over, and the next round reaches them again.
-    if !rows.giving_up.is_empty() {
-        turn.passed.retain(|q| !queues.contains(q));
-    } else {
-        turn.passed
-            .retain(|q| !queues.contains(q) || rows.short.contains(q));
-    }
-    claimed.extend(rows.jobs);
-    give_up(client, rows.giving_up, now, gave_up)?;
-    Ok(rows.keyed)
 }
 
 /// Ordered jobs, after the turn of such claims, in a snapshot that sees every one that
@@ -492,6 +435,8 @@ struct ClaimRows {
     jobs: Vec<Job>,
     /// The queues short of their share (claim_shares.sql).
     short: Vec<String>,
+    /// The queues the walk reached, in its order, with their shares (claim_shares.sql).
+    reached: Vec<(String, usize)>,
     /// The jobs found with every attempt used, still locked.
     giving_up: Vec<i64>,
     /// Pending ordered jobs were left to their pass.
@@ -506,11 +451,14 @@ impl ClaimRows {
     ) -> Result<ClaimRows> {
         let [job, gave_up_flag, id, claim_order, keyed] =
             ["job", "gave_up", "id", "claim_order", "keyed"].map(|c| statement.ordinal(c));
-        let short = with_shares.then(|| (statement.ordinal("queue"), statement.ordinal("short")));
+        let turn =
+            with_shares.then(|| ["queue", "short", "step", "share"].map(|c| statement.ordinal(c)));
         let mut jobs = Vec::with_capacity(rows.len());
+        let mut steps = Vec::new();
         let mut read = ClaimRows {
             jobs: Vec::new(),
             short: Vec::new(),
+            reached: Vec::new(),
             giving_up: Vec::new(),
             keyed: false,
         };
@@ -521,10 +469,17 @@ impl ClaimRows {
                     .get::<Timestamp>(claim_order)?
                     .map(Timestamp::into_inner);
                 jobs.push(((order, row.get::<i64>(id)?), job));
-            } else if let Some(queue) =
-                short.filter(|&(_, flag)| row.get::<bool>(flag).ok().flatten() == Some(true))
+            } else if let Some([queue, short, step, share]) =
+                turn.filter(|[queue, ..]| matches!(row.get::<String>(*queue), Ok(Some(_))))
             {
-                read.short.extend(row.get::<String>(queue.0)?);
+                let name = row.get::<String>(queue)?.unwrap_or_default();
+                if row.get::<bool>(short)? == Some(true) {
+                    read.short.push(name);
+                } else {
+                    let at = row.get::<i64>(step)?.unwrap_or_default();
+                    let share = row.get::<i64>(share)?.unwrap_or_default();
+                    steps.push((at, name, usize::try_from(share).unwrap_or(0)));
+                }
             } else if row.get::<bool>(gave_up_flag)? == Some(true) {
                 read.giving_up.extend(row.get::<i64>(id)?);
             } else if row.get::<bool>(keyed)? == Some(true) {
@@ -539,6 +494,11 @@ impl ClaimRows {
         // claim of one job 3% of its instructions).
         jobs.sort_unstable_by_key(|(order, _)| *order);
         read.jobs = jobs.into_iter().map(|(_, job)| job).collect();
+        steps.sort_unstable_by_key(|(at, _, _)| *at);
+        read.reached = steps
+            .into_iter()
+            .map(|(_, queue, share)| (queue, share))
+            .collect();
         Ok(read)
     }
 }

@@ -1,18 +1,85 @@
---- params: now timestamptz, batch int8, lease interval, queues text[], shares int8[], limited text[]
---- columns: job, gave_up, id, claim_order, keyed, queue, short
--- sendjobs_claim from any queue (src/claim.rs, decision 0019): up to $5[i] due jobs of
--- queue $4[i] each, the queues the walk of queue_turns.sql chose, $2 in all; and the
--- expired leases of every queue but the limited ones ($6), as claim.sql takes them. The
--- rest is claim.sql's: read its header for the claim order, the expired branch, the TID
--- scan and the jobs that give up. Ordered jobs are left to claim.sql's keyed variant
--- (the last row says whether there are any).
+--- params: now timestamptz, places int8, lease interval, cursor text, skip text[], limited text[]
+--- columns: job, gave_up, id, claim_order, keyed, queue, short, step, share
+-- sendjobs_claim from any queue (src/claim.rs, src/fair_share.rs; decision 0019), in one
+-- statement: the turn of the queues, then each queue's share.
+-- The walk (start, walk, reached): up to $2 queues with a due job, in name order from the
+-- one after $4 (this backend's last), round to the first again and back to $4; without a
+-- cursor, from the queue of the oldest pending job. A queue in $5 is passed over (paused,
+-- or left by this claim). Each step is one descent of send_jobs_pending_queue_idx to the
+-- next queue's first job, its head: the walk reads as many entries as the queues it
+-- passes, whatever their backlogs. The walk is lazy: the LIMIT of reached stops it.
+-- The shares: $2 split evenly among the queues reached, the odd places to the first
+-- reached; a limited queue's ($6: every queue with flow control) is kept for its own
+-- pass under its lock (src/claim.rs), and the others' are claimed here, each in its
+-- queue's claim order (a LATERAL per queue), with the expired leases of every queue but
+-- the limited ones, as claim.sql takes them. With no queue reached, up to $2 expired
+-- leases alone. The rest is claim.sql's: read its header for the claim order, the
+-- expired branch, the TID scan and the jobs that give up. Ordered jobs are left to
+-- claim.sql's keyed variant (the last row says whether there are any).
 -- Variant exact: the caller holds the settings lock, and $6 is every queue with flow
 -- control. Variant checked: a change of the settings may be committing, and each row is
 -- checked against the settings in this statement's snapshot (claim.sql, other_queues).
-WITH
+WITH RECURSIVE
+start AS (
+    SELECT coalesce($4, (SELECT job.queue FROM ONLY @extschema@.send_jobs AS job
+                          WHERE job.status = 'pending'
+                          ORDER BY pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), job.id
+                          LIMIT 1)) AS queue,
+           $4 IS NOT NULL AS after
+),
+walk AS (
+    SELECT first.queue, first.head, first.wrapped, 1::int8 AS step
+      FROM start CROSS JOIN LATERAL (
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS head, false AS wrapped
+              FROM ONLY @extschema@.send_jobs AS job
+             WHERE job.status = 'pending' AND job.queue = start.queue AND NOT start.after
+             ORDER BY job.queue, 2 LIMIT 1)
+           UNION ALL
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), false
+              FROM ONLY @extschema@.send_jobs AS job
+             WHERE job.status = 'pending' AND job.queue > start.queue
+             ORDER BY job.queue, 2 LIMIT 1)
+           UNION ALL
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), true
+              FROM ONLY @extschema@.send_jobs AS job
+             WHERE job.status = 'pending'
+             ORDER BY job.queue, 2 LIMIT 1)
+           LIMIT 1) AS first
+     WHERE NOT (first.wrapped AND (first.queue > start.queue OR (first.queue = start.queue AND NOT start.after)))
+    UNION ALL
+    SELECT next.queue, next.head, next.wrapped, walk.step + 1
+      FROM walk CROSS JOIN start CROSS JOIN LATERAL (
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS head, walk.wrapped
+              FROM ONLY @extschema@.send_jobs AS job
+             WHERE job.status = 'pending' AND job.queue > walk.queue
+             ORDER BY job.queue, 2 LIMIT 1)
+           UNION ALL
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), true
+              FROM ONLY @extschema@.send_jobs AS job
+             WHERE job.status = 'pending' AND NOT walk.wrapped
+             ORDER BY job.queue, 2 LIMIT 1)
+           LIMIT 1) AS next
+     WHERE NOT (next.wrapped AND (next.queue > start.queue OR (next.queue = start.queue AND NOT start.after)))
+),
+reached AS MATERIALIZED (
+    SELECT walk.queue, walk.step FROM walk
+     WHERE walk.head <= pg_catalog.timezone(interval '0', $1)
+       AND walk.queue <> ALL ($5)
+     LIMIT $2
+),
+turn AS MATERIALIZED (
+    SELECT reached.queue, reached.step, reached.queue = ANY ($6) AS kept,
+           $2 / counted.queues + (pg_catalog.row_number() OVER (ORDER BY reached.step) <= $2 % counted.queues)::int4 AS jobs
+      FROM reached CROSS JOIN (SELECT pg_catalog.count(*) AS queues FROM reached) AS counted
+),
 shares AS MATERIALIZED (
-    SELECT share.queue, share.jobs
-      FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS share(queue, jobs)
+    SELECT turn.queue, turn.jobs FROM turn WHERE NOT turn.kept
+),
+-- The places this statement fills: the shares it claims, or with no queue reached, $2.
+wanted AS MATERIALIZED (
+    SELECT CASE WHEN EXISTS (SELECT FROM turn)
+                THEN coalesce((SELECT pg_catalog.sum(shares.jobs) FROM shares), 0)::int8
+                ELSE $2 END AS jobs
 ),
 pending AS MATERIALIZED (
     SELECT share.queue, due.tid, due.id, due.claim_order
@@ -48,7 +115,7 @@ expired AS MATERIALIZED (
                           AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
 --- end
      ORDER BY claim_order, id
-     LIMIT $2
+     LIMIT (SELECT wanted.jobs FROM wanted)
      FOR UPDATE SKIP LOCKED
 ),
 picked AS MATERIALIZED (
@@ -56,7 +123,7 @@ picked AS MATERIALIZED (
     UNION ALL
     SELECT tid, id, claim_order, gave_up FROM expired
     ORDER BY claim_order, id
-    LIMIT $2
+    LIMIT (SELECT wanted.jobs FROM wanted)
 ),
 claimed AS (
     UPDATE ONLY @extschema@.send_jobs AS job
@@ -68,16 +135,19 @@ claimed AS (
      WHERE job.ctid = ANY (ARRAY(SELECT tid FROM picked WHERE NOT gave_up))
  RETURNING job, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id, job.queue
 )
-SELECT job, false AS gave_up, id, claim_order, false AS keyed, queue, false AS short FROM claimed
+SELECT job, false AS gave_up, id, claim_order, false AS keyed, queue, false AS short, NULL::int8 AS step, NULL::int8 AS share FROM claimed
 UNION ALL
-SELECT NULL, true, id, claim_order, false, NULL, false FROM picked WHERE gave_up
+SELECT NULL, true, id, claim_order, false, NULL, false, NULL, NULL FROM picked WHERE gave_up
+-- Each queue reached, in the order of the walk, with its share.
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, false, turn.queue, false, turn.step, turn.jobs FROM turn
 -- The queues that had fewer jobs to lock than their share (empty, or their rows locked by
 -- other claims): src/claim.rs passes over them for the rest of this claim. (A queue whose
 -- rows lost the merge with expired leases is not short: it is reached again.)
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, false, share.queue, true FROM shares AS share
+SELECT NULL, NULL, NULL, NULL, false, share.queue, true, NULL, NULL FROM shares AS share
  WHERE share.jobs > (SELECT pg_catalog.count(*) FROM pending WHERE pending.queue = share.queue)
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, true, NULL, false
+SELECT NULL, NULL, NULL, NULL, true, NULL, false, NULL, NULL
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)

@@ -123,7 +123,8 @@ mod tests {
                 if reached.is_empty() {
                     return claimed;
                 }
-                let shares = crate::fair_share::shares(places, reached.len());
+                let n = reached.len();
+                let shares = (0..n).map(|i| places / n + usize::from(i < places % n));
                 for (q, share) in reached.into_iter().zip(shares) {
                     let mut due: Vec<(i64, i64)> = self
                         .jobs
