@@ -235,21 +235,26 @@ pub fn within_path<R>(
         Planning::Generic | Planning::IndexOrdered => c"force_generic_plan",
         Planning::ForTheValues => c"force_custom_plan",
     };
-    let bitmap_scans = match planning {
-        Planning::IndexOrdered => c"off",
-        Planning::Generic | Planning::ForTheValues => c"on",
-    };
+
     let (mut caller, mut context) = (pg_sys::InvalidOid, 0);
     // SAFETY: the same calls the function manager makes for a function's SET clause and
     // SECURITY DEFINER; both are undone below, or by the abort.
     let nest_level = unsafe {
         let nest_level = pg_sys::NewGUCNestLevel();
-        for (name, value) in [
+        let settings = [
             (c"search_path", path),
             (c"plan_cache_mode", plan_cache_mode),
             (c"max_parallel_workers_per_gather", c"0"),
-            (c"enable_bitmapscan", bitmap_scans),
-        ] {
+            (c"enable_bitmapscan", c"off"),
+        ];
+        // Bitmap scans are set off for an IndexOrdered statement only: a setting more
+        // costs every statement its call.
+        let count = if planning == Planning::IndexOrdered {
+            4
+        } else {
+            3
+        };
+        for &(name, value) in &settings[..count] {
             pg_sys::set_config_option(
                 name.as_ptr(),
                 value.as_ptr(),

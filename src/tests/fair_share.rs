@@ -71,7 +71,7 @@ mod tests {
             head.is_some_and(|j| j.order.is_some())
         }
 
-        /// queue_turns.sql: up to `places` queues with a due head, in turn, but `passed`.
+        /// claim_shares.sql's walk: up to `places` queues with a due head, in turn, but `passed`.
         fn walk(&mut self, places: usize, passed: &[usize]) -> Vec<usize> {
             let with_pending: Vec<usize> = (0..QUEUES.len())
                 .filter(|&q| self.jobs.iter().any(|j| j.pending && j.queue == q))
