@@ -24,6 +24,8 @@ use crate::wakeup;
 // (sql/statements/claim.sql); a queue with flow control, its settings locked by this
 // claim (limited_queue).
 static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
+// A claim from any queue while one queue alone has pending jobs (src/fair_share.rs).
+static CLAIM_ONLY_QUEUE: Statement = statement!("claim.sql", "only_queue");
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
 // A claim from any queue: each queue its share (src/fair_share.rs), under the settings
@@ -181,17 +183,49 @@ fn claim_any_queue(
     };
     let mut first = true;
     let mut tried = Vec::new();
-    loop {
-        let keyed = serve_in_turn(
+    // One queue alone with pending jobs, as this backend last saw: claimed in one pass
+    // without the walk, while that holds (claim.sql's only_queue checks it).
+    let mut alone = None;
+    if let (true, true, Some(only)) = (
+        limited.exact(),
+        limited.queues.is_empty(),
+        fair_share::only_queue(),
+    ) {
+        let round = Round {
+            claim: &CLAIM_ONLY_QUEUE,
+            queue: Some(&only),
+            other_than: None,
+            planning: Planning::Generic,
+        };
+        let left = claim_rounds(
             client,
-            statement,
-            &mut turn,
+            &round,
             batch,
             now,
             lease,
             &mut claimed,
             &mut gave_up,
         )?;
+        if left.others {
+            fair_share::others_seen();
+        } else {
+            alone = Some(left.keyed);
+        }
+    }
+    loop {
+        let keyed = match alone.take() {
+            Some(keyed) => keyed,
+            None => serve_in_turn(
+                client,
+                statement,
+                &mut turn,
+                batch,
+                now,
+                lease,
+                &mut claimed,
+                &mut gave_up,
+            )?,
+        };
         if first {
             flow::first_pass_done(&limited);
             finish_gave_up(client, &mut gave_up)?;
@@ -294,13 +328,14 @@ fn serve_in_turn(
         if places == 0 {
             return Ok(keyed);
         }
+        let place = fair_share::place();
         let rows = statement.run_planned(
             client,
             &[
                 now.into(),
                 (places as i64).into(),
                 lease.into(),
-                fair_share::place().into(),
+                place.clone().into(),
                 turn.passed.clone().into(),
                 turn.limited.to_vec().into(),
             ],
@@ -313,6 +348,11 @@ fn serve_in_turn(
         let mut wanted = if reached == 0 { places } else { 0 };
         let mut every_reached_passed = true;
         if let Some((queue, _)) = rows.reached.last() {
+            // The walk came round to the queue it started after, alone: no other queue
+            // had a due job (src/fair_share.rs tries only_queue next).
+            if reached == 1 && turn.limited.is_empty() && place.as_deref() == Some(queue.as_str()) {
+                fair_share::reached_alone(queue);
+            }
             fair_share::reached(queue.clone());
         }
         for (queue, share) in rows.reached {
@@ -427,6 +467,8 @@ struct Round<'a> {
 struct Left {
     /// Pending ordered jobs, for the pass that takes them.
     keyed: bool,
+    /// Another queue has pending jobs (only_queue took no pending job).
+    others: bool,
 }
 
 /// The rows of one run of a claim statement (claim.sql, claim_shares.sql).
@@ -441,6 +483,8 @@ struct ClaimRows {
     giving_up: Vec<i64>,
     /// Pending ordered jobs were left to their pass.
     keyed: bool,
+    /// Another queue has pending jobs (claim.sql's only_queue).
+    others: bool,
 }
 
 impl ClaimRows {
@@ -453,6 +497,7 @@ impl ClaimRows {
             ["job", "gave_up", "id", "claim_order", "keyed"].map(|c| statement.ordinal(c));
         let turn =
             with_shares.then(|| ["queue", "short", "step", "share"].map(|c| statement.ordinal(c)));
+        let others = (!with_shares).then(|| statement.ordinal("others"));
         let mut jobs = Vec::with_capacity(rows.len());
         let mut steps = Vec::new();
         let mut read = ClaimRows {
@@ -461,6 +506,7 @@ impl ClaimRows {
             reached: Vec::new(),
             giving_up: Vec::new(),
             keyed: false,
+            others: false,
         };
         for row in rows {
             // Almost every row is a claimed job, the flags only on the rows without one.
@@ -484,6 +530,9 @@ impl ClaimRows {
                 read.giving_up.extend(row.get::<i64>(id)?);
             } else if row.get::<bool>(keyed)? == Some(true) {
                 read.keyed = true;
+            } else if others.is_some_and(|others| matches!(row.get::<bool>(others), Ok(Some(true))))
+            {
+                read.others = true;
             } else {
                 return Err(SendJobsError::Internal(
                     "claim returned a row with neither a job nor a flag".into(),
@@ -533,6 +582,7 @@ fn claim_rounds(
         )?;
         let rows = ClaimRows::read(round.claim, rows, false)?;
         left.keyed |= rows.keyed;
+        left.others |= rows.others;
         claimed.extend(rows.jobs);
         let finished = give_up(client, rows.giving_up, now, gave_up)?;
         if finished == 0 || claimed.len() == batch {

@@ -1,5 +1,5 @@
 --- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
---- columns: job, gave_up, id, claim_order, keyed
+--- columns: job, gave_up, id, claim_order, keyed, others
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
 -- gives up (invariant 8: its worker died, or its finalize could never apply, on every
@@ -10,8 +10,11 @@
 -- DELETE and INSERT (its two table writes, the finished table's five indexes and its
 -- CHECKs): a fifth of a claim of one job's instructions (callgrind; BENCHMARKS.md,
 -- "Instructions per job").
--- A claim from any queue runs claim_shares.sql, each queue its share (decision 0019);
--- these variants claim from queue $4 alone (keyed: or from any queue). Flow control
+-- A claim from any queue runs claim_shares.sql, each queue its share (decision 0019),
+-- or, while one queue alone has pending jobs, only_queue: from any queue, in claim order,
+-- as long as no other queue $4 has pending jobs (its last row says when one has, and
+-- then it took no pending job); the other variants claim from queue $4 alone (keyed:
+-- or from any queue). Flow control
 -- (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows which queues
 -- have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the list, current
 -- under the settings lock). Without any in $4, it runs one_queue, whose scans and plans
@@ -56,6 +59,13 @@ pending AS MATERIALIZED (
      WHERE status = 'pending'
        AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
        AND next_attempt_at <= $1
+--- variant only_queue
+       AND job.ordering_key IS NULL
+       -- one test, before the scan: queue $4 is the only one with pending jobs
+       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
+                        WHERE other.status = 'pending' AND other.queue > $4)
+       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
+                        WHERE other.status = 'pending' AND other.queue < $4)
 --- variant one_queue
        AND queue = $4
        AND job.ordering_key IS NULL
@@ -163,19 +173,32 @@ claimed AS (
      WHERE job.ctid = ANY (ARRAY(SELECT tid FROM picked WHERE NOT gave_up))
  RETURNING job, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id
 )
-SELECT job, false AS gave_up, id, claim_order, false AS keyed FROM claimed
+SELECT job, false AS gave_up, id, claim_order, false AS keyed, false AS others FROM claimed
 UNION ALL
-SELECT NULL, true, id, claim_order, false FROM picked WHERE gave_up
+SELECT NULL, true, id, claim_order, false, false FROM picked WHERE gave_up
 -- The last row says what this pass left to another: pending ordered jobs (keyed: one
 -- probe of send_jobs_pending_keyed_idx).
+--- variant only_queue
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, true, false
+ WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
+-- Another queue has pending jobs: this pass took none, and the caller serves the queues
+-- in turn (claim_shares.sql).
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, false, true
+ WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
+                WHERE other.status = 'pending' AND other.queue > $4)
+    OR EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
+                WHERE other.status = 'pending' AND other.queue < $4)
 --- variant one_queue
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, true
+SELECT NULL, NULL, NULL, NULL, true, false
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
 --- variant other_queues
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, true
+SELECT NULL, NULL, NULL, NULL, true, false
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL
                   AND ($4::text IS NULL OR k.queue = $4))

@@ -88,7 +88,7 @@ pending AS MATERIALIZED (
         SELECT ctid AS tid, id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
           FROM ONLY @extschema@.send_jobs AS job
          WHERE status = 'pending'
-           AND job.queue = share.queue
+           AND job.queue >= share.queue AND job.queue <= share.queue
            AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
            AND next_attempt_at <= $1
            AND job.ordering_key IS NULL
@@ -98,7 +98,7 @@ pending AS MATERIALIZED (
                             WHERE settings.queue = job.queue
                               AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
 --- end
-         ORDER BY claim_order, id
+         ORDER BY job.queue, claim_order, id
          LIMIT share.jobs
            FOR UPDATE SKIP LOCKED) AS due
 ),
