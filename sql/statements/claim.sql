@@ -61,11 +61,15 @@ pending AS MATERIALIZED (
        AND next_attempt_at <= $1
 --- variant only_queue
        AND job.ordering_key IS NULL
-       -- one test, before the scan: queue $4 is the only one with pending jobs
-       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
-                        WHERE other.status = 'pending' AND other.queue > $4)
-       AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
-                        WHERE other.status = 'pending' AND other.queue < $4)
+       -- one test, before the scan: queue $4 is the only one with pending jobs (each
+       -- probe one descent of send_jobs_pending_queue_idx: as an EXISTS, the generic
+       -- plan read the whole table sequentially, expecting a third of it to match)
+       AND (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
+             WHERE other.status = 'pending' AND other.queue > $4
+             ORDER BY other.queue LIMIT 1) IS NULL
+       AND (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
+             WHERE other.status = 'pending' AND other.queue < $4
+             ORDER BY other.queue DESC LIMIT 1) IS NULL
 --- variant one_queue
        AND queue = $4
        AND job.ordering_key IS NULL
@@ -187,10 +191,12 @@ SELECT NULL, NULL, NULL, NULL, true, false
 -- in turn (claim_shares.sql).
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, false, true
- WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
-                WHERE other.status = 'pending' AND other.queue > $4)
-    OR EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS other
-                WHERE other.status = 'pending' AND other.queue < $4)
+ WHERE (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
+         WHERE other.status = 'pending' AND other.queue > $4
+         ORDER BY other.queue LIMIT 1) IS NOT NULL
+    OR (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
+         WHERE other.status = 'pending' AND other.queue < $4
+         ORDER BY other.queue DESC LIMIT 1) IS NOT NULL
 --- variant one_queue
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true, false
