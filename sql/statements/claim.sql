@@ -53,6 +53,19 @@
 -- (a lease of 0 expires at once), so the rounds src/claim.rs runs after jobs gave up
 -- cannot take back, or give up on, what an earlier round of the same call claimed.
 WITH
+--- variant only_queue
+-- Whether another queue than $4 has pending jobs: two descents of
+-- send_jobs_pending_queue_idx, to the first entry after $4 and the last before it (as an
+-- EXISTS, the generic plan read the whole table, expecting a third of it to match).
+others AS MATERIALIZED (
+    SELECT (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
+             WHERE other.status = 'pending' AND other.queue > $4
+             ORDER BY other.queue LIMIT 1) IS NOT NULL
+        OR (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
+             WHERE other.status = 'pending' AND other.queue < $4
+             ORDER BY other.queue DESC LIMIT 1) IS NOT NULL AS exist
+),
+--- end
 pending AS MATERIALIZED (
     SELECT ctid AS tid, id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
       FROM ONLY @extschema@.send_jobs AS job
@@ -61,15 +74,8 @@ pending AS MATERIALIZED (
        AND next_attempt_at <= $1
 --- variant only_queue
        AND job.ordering_key IS NULL
-       -- one test, before the scan: queue $4 is the only one with pending jobs (each
-       -- probe one descent of send_jobs_pending_queue_idx: as an EXISTS, the generic
-       -- plan read the whole table sequentially, expecting a third of it to match)
-       AND (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
-             WHERE other.status = 'pending' AND other.queue > $4
-             ORDER BY other.queue LIMIT 1) IS NULL
-       AND (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
-             WHERE other.status = 'pending' AND other.queue < $4
-             ORDER BY other.queue DESC LIMIT 1) IS NULL
+       -- one test, before the scan: queue $4 is the only one with pending jobs
+       AND NOT (SELECT others.exist FROM others)
 --- variant one_queue
        AND queue = $4
        AND job.ordering_key IS NULL
@@ -191,12 +197,7 @@ SELECT NULL, NULL, NULL, NULL, true, false
 -- in turn (claim_shares.sql).
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, false, true
- WHERE (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
-         WHERE other.status = 'pending' AND other.queue > $4
-         ORDER BY other.queue LIMIT 1) IS NOT NULL
-    OR (SELECT other.queue FROM ONLY @extschema@.send_jobs AS other
-         WHERE other.status = 'pending' AND other.queue < $4
-         ORDER BY other.queue DESC LIMIT 1) IS NOT NULL
+ WHERE (SELECT others.exist FROM others)
 --- variant one_queue
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true, false
