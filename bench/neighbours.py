@@ -129,7 +129,7 @@ COST_SCENARIOS = ("one", "many", "limited")
 
 COST_SCRIPT = """\\set batch {batch}
 SELECT array_agg(id) AS ids, array_agg(claim_generation) AS gens FROM sendjobs_claim(:batch, '1 minute') \\gset
-SELECT count(*) FROM sendjobs_finalize_batch(:'ids'::bigint[], :'gens'::bigint[], 'retry', NULL, now());
+SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :gens::int8[], 'retry', NULL, now());
 """
 
 

@@ -25,7 +25,7 @@ use crate::wakeup;
 // claim (limited_queue).
 static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
 // A claim from any queue while one queue alone has pending jobs (src/fair_share.rs).
-static CLAIM_ONLY_QUEUE: Statement = statement!("claim.sql", "only_queue");
+pub(crate) static CLAIM_ONLY_QUEUE: Statement = statement!("claim.sql", "only_queue");
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
 // A claim from any queue: each queue its share (src/fair_share.rs), under the settings
@@ -339,7 +339,7 @@ fn serve_in_turn(
                 turn.passed.clone().into(),
                 turn.limited.to_vec().into(),
             ],
-            Planning::IndexOrdered,
+            Planning::Generic,
         )?;
         let before = claimed.len() + gave_up.len();
         let rows = ClaimRows::read(statement, rows, true)?;

@@ -201,12 +201,6 @@ pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
 pub enum Planning {
     /// Once, for any values: every statement on the hot path (`within` says why).
     Generic,
-    /// Once, for any values, without bitmap scans: a statement each of whose scans must
-    /// follow its index's order and stop at its limit, whatever the statistics say. With
-    /// statistics taken before a burst of 100,000 jobs, claim_shares.sql read the burst's
-    /// queue with a bitmap scan of its whole backlog, then sorted it, for a share of one
-    /// (10,003 index entries for a claim of 10: src/tests/plans.rs, decision 0019).
-    IndexOrdered,
     /// For the values of each call: a statement whose best plan depends on how many ids
     /// it is given, where a generic plan assumes ten elements of an array parameter.
     /// sendjobs_redrive among 100,000 finished jobs (one session, psql \timing): 1,000
@@ -232,29 +226,19 @@ pub fn within_path<R>(
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
     let plan_cache_mode = match planning {
-        Planning::Generic | Planning::IndexOrdered => c"force_generic_plan",
+        Planning::Generic => c"force_generic_plan",
         Planning::ForTheValues => c"force_custom_plan",
     };
-
     let (mut caller, mut context) = (pg_sys::InvalidOid, 0);
     // SAFETY: the same calls the function manager makes for a function's SET clause and
     // SECURITY DEFINER; both are undone below, or by the abort.
     let nest_level = unsafe {
         let nest_level = pg_sys::NewGUCNestLevel();
-        let settings = [
+        for (name, value) in [
             (c"search_path", path),
             (c"plan_cache_mode", plan_cache_mode),
             (c"max_parallel_workers_per_gather", c"0"),
-            (c"enable_bitmapscan", c"off"),
-        ];
-        // Bitmap scans are set off for an IndexOrdered statement only: a setting more
-        // costs every statement its call.
-        let count = if planning == Planning::IndexOrdered {
-            4
-        } else {
-            3
-        };
-        for &(name, value) in &settings[..count] {
+        ] {
             pg_sys::set_config_option(
                 name.as_ptr(),
                 value.as_ptr(),
