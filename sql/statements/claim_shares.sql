@@ -88,6 +88,9 @@ pending AS MATERIALIZED (
         SELECT ctid AS tid, id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
           FROM ONLY @extschema@.send_jobs AS job
          WHERE status = 'pending'
+           -- the queue as a range, not "=": estimated from statistics that knew one
+           -- queue (or none of a burst), "=" made the plan read another index through
+           -- other queues' backlogs (decision 0019)
            AND job.queue >= share.queue AND job.queue <= share.queue
            AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
            AND next_attempt_at <= $1
