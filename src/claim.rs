@@ -339,7 +339,7 @@ fn serve_in_turn(
                 turn.passed.clone().into(),
                 turn.limited.to_vec().into(),
             ],
-            Planning::Generic,
+            Planning::IndexOrdered,
         )?;
         let before = claimed.len() + gave_up.len();
         let rows = ClaimRows::read(statement, rows, true)?;

@@ -201,6 +201,14 @@ pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
 pub enum Planning {
     /// Once, for any values: every statement on the hot path (`within` says why).
     Generic,
+    /// Once, for any values, by index scans alone (bitmap and sequential scans off): a
+    /// statement each of whose scans has an index made for it, and must follow that
+    /// index's order and stop at its limit whatever the statistics say (claim_shares.sql:
+    /// with statistics taken before a burst, a queue's share was read by a bitmap scan of
+    /// its whole backlog, then sorted, 10,003 index entries for a claim of 10; with bitmap
+    /// scans alone off, its expired branch read a table never analyzed sequentially;
+    /// src/tests/plans.rs, decision 0019).
+    IndexOrdered,
     /// For the values of each call: a statement whose best plan depends on how many ids
     /// it is given, where a generic plan assumes ten elements of an array parameter.
     /// sendjobs_redrive among 100,000 finished jobs (one session, psql \timing): 1,000
@@ -226,19 +234,30 @@ pub fn within_path<R>(
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
     let plan_cache_mode = match planning {
-        Planning::Generic => c"force_generic_plan",
+        Planning::Generic | Planning::IndexOrdered => c"force_generic_plan",
         Planning::ForTheValues => c"force_custom_plan",
     };
+
     let (mut caller, mut context) = (pg_sys::InvalidOid, 0);
     // SAFETY: the same calls the function manager makes for a function's SET clause and
     // SECURITY DEFINER; both are undone below, or by the abort.
     let nest_level = unsafe {
         let nest_level = pg_sys::NewGUCNestLevel();
-        for (name, value) in [
+        let settings = [
             (c"search_path", path),
             (c"plan_cache_mode", plan_cache_mode),
             (c"max_parallel_workers_per_gather", c"0"),
-        ] {
+            (c"enable_bitmapscan", c"off"),
+            (c"enable_seqscan", c"off"),
+        ];
+        // Set for an IndexOrdered statement only: a setting more costs every statement
+        // its call.
+        let count = if planning == Planning::IndexOrdered {
+            5
+        } else {
+            3
+        };
+        for &(name, value) in &settings[..count] {
             pg_sys::set_config_option(
                 name.as_ptr(),
                 value.as_ptr(),

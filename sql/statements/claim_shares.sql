@@ -5,9 +5,9 @@
 -- The walk (start, walk, reached): up to $2 queues with a due job, in name order from the
 -- one after $4 (this backend's last), round to the first again and back to $4; without a
 -- cursor, from the queue of the oldest pending job. A queue in $5 is passed over (paused,
--- or left by this claim). Each step is one descent of send_jobs_pending_queue_idx to the
--- next queue's first job, its head: the walk reads as many entries as the queues it
--- passes, whatever their backlogs. The walk is lazy: the LIMIT of reached stops it.
+-- or left by this claim), and so is a limited one whose settings allow none. Each step
+-- is one descent of send_jobs_pending_queue_idx to the next queue's first job, its head:
+-- the walk reads as many entries as the queues it passes, whatever their backlogs. The walk is lazy: the LIMIT of reached stops it.
 -- The shares: $2 split evenly among the queues reached, the odd places to the first
 -- reached; a limited queue's ($6: every queue with flow control) is kept for its own
 -- pass under its lock (src/claim.rs), and the others' are claimed here, each in its
@@ -65,6 +65,17 @@ reached AS MATERIALIZED (
     SELECT walk.queue, walk.step FROM walk
      WHERE walk.head <= pg_catalog.timezone(interval '0', $1)
        AND walk.queue <> ALL ($5)
+       -- nor a limited queue whose settings allow none in this snapshot (paused, out
+       -- of tokens, at its cap): its lock and count under it would give nothing, and
+       -- cost the claim a statement or two for each such queue (decision 0019)
+       AND NOT (walk.queue = ANY ($6)
+                AND EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
+                             WHERE settings.queue = walk.queue
+                               AND (settings.paused
+                                    OR settings.tokens + settings.rate * pg_catalog.date_part('epoch', $1 - settings.tokens_at) < 1
+                                    OR settings.max_in_flight <= (SELECT pg_catalog.count(*) FROM ONLY @extschema@.send_jobs AS held
+                                                                   WHERE held.lease_expires_at > $1 AND held.lease_expires_at IS NOT NULL
+                                                                     AND held.queue = settings.queue))))
      LIMIT $2
 ),
 turn AS MATERIALIZED (

@@ -47,7 +47,7 @@ mod tests {
     }
 
     /// Prepares the statement of a claim from any queue (src/claim.rs): the walk of the
-    /// queues and their shares' claim.
+    /// queues and their shares' claim, by index scans alone.
     fn prepare_any_queue() {
         let shares = crate::claim::CLAIM_SHARES_EXACT
             .text()
@@ -55,6 +55,8 @@ mod tests {
         run(&format!(
             "PREPARE claim_probe(timestamptz, int8, interval, text, text[], text[]) AS {shares}"
         ));
+        // As src/claim.rs plans it (spi_plans::Planning::IndexOrdered).
+        run("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
     }
 
     /// Index entries read by EXPLAIN ANALYZE of `execute`, and its plan.
@@ -143,7 +145,7 @@ mod tests {
 
     /// The same, in a table never analyzed (a new install's first burst): with no
     /// statistics the expired leases' branch read the table sequentially when bitmap scans
-    /// were set off for the claim (100,004 rows, 17 ms a claim: bench/neighbours.sh).
+    /// alone were set off for the claim (100,004 rows, 17 ms a claim: bench/neighbours.sh).
     #[pg_test]
     fn a_burst_costs_a_claim_from_any_queue_nothing_without_statistics() {
         run("INSERT INTO send_jobs (queue, payload) SELECT 'q' || g, '{}' FROM generate_series(10, 59) g");
