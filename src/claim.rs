@@ -286,6 +286,8 @@ fn claim_any_queue(
             &mut gave_up,
         )?;
     }
+    // Jobs a later round gave up on, stamped now (the first round's were, after its pass).
+    finish_gave_up(client, &mut gave_up)?;
     Ok(claimed)
 }
 
