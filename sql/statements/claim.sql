@@ -19,14 +19,14 @@
 -- have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the list, current
 -- under the settings lock). Without any in $4, it runs one_queue, whose scans and plans
 -- are what they were before flow control; other_queues when a change of the settings is
--- committing and the list may be stale (its rows are checked against the settings in its
+-- committing and the list may be stale (the settings of $4 are checked again in its
 -- own snapshot), planned for the values; and limited_queue, from queue $4 with flow
 -- control, whose settings row the caller holds locked and whose allowance it passes as
 -- $2 (src/flow.rs). And ordered jobs (a job with an ordering key): one_queue,
 -- other_queues and claim_shares.sql leave them to the variant keyed (from $4, or from
 -- every queue but those in $5), run after a lock that makes such claims take turns
--- (src/claim.rs); limited_queue takes them itself, under its queue's lock. $5 is unused
--- by one_queue.
+-- (src/claim.rs); limited_queue takes them itself, under its queue's lock. Only keyed
+-- reads $5.
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -80,10 +80,11 @@ pending AS MATERIALIZED (
        AND queue = $4
        AND job.ordering_key IS NULL
 --- variant other_queues
-       AND ($4::text IS NULL OR queue = $4)
-       AND queue <> ALL ($5)
+       AND queue = $4
        AND job.ordering_key IS NULL
-       -- one test, before the scan, of the queue named (the list may be stale: src/flow.rs)
+       -- one test, before the scan, of the queue named (the list may be stale: src/flow.rs;
+       -- a test on each row, as keyed makes, became on 15 a hash join over the queue's
+       -- whole backlog, 999,960 entries for a claim of 10: src/tests/plans.rs)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS named
                         WHERE named.queue = $4
                           AND (named.paused OR named.max_in_flight IS NOT NULL OR named.rate IS NOT NULL))
@@ -91,7 +92,7 @@ pending AS MATERIALIZED (
        AND job.ordering_key IS NOT NULL
        AND ($4::text IS NULL OR queue = $4)
        AND queue <> ALL (coalesce($5, '{}'))
---- variant other_queues, keyed
+--- variant keyed
        -- and none that has flow control since $5 was read (its lock is another pass's)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
                         WHERE settings.queue = job.queue
@@ -135,15 +136,10 @@ expired AS MATERIALIZED (
 --- variant one_queue
        AND queue = $4
 --- variant other_queues
-       AND ($4::text IS NULL OR queue = $4)
-       AND queue <> ALL ($5)
+       AND queue = $4
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS named
                         WHERE named.queue = $4
                           AND (named.paused OR named.max_in_flight IS NOT NULL OR named.rate IS NOT NULL))
-       -- and none that has flow control since $5 was read (its lock is another pass's)
-       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
-                        WHERE settings.queue = job.queue
-                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
 --- variant keyed
        -- The other passes take the expired leases, ordered jobs' too (a reclaim keeps
        -- the one job of its key in flight): none here.
