@@ -10,10 +10,8 @@
 mod tests {
     use pgrx::prelude::*;
 
+    use crate::tests::check_sequences;
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
-
-    use crate::tests::rolled_back;
 
     const QUEUES: [&str; 4] = ["qa", "qb", "qc", "qd"];
 
@@ -271,28 +269,11 @@ mod tests {
     #[pg_test]
     fn claims_from_any_queue_serve_the_queues_in_turn() {
         Spi::run("SET LOCAL client_min_messages = error").unwrap();
-        let mut runner = TestRunner::new(Config {
-            cases: 300,
-            failure_persistence: None,
-            ..Config::default()
-        });
-        let result = runner.run(
-            &proptest::collection::vec(op(), 1..30),
-            |ops| match rolled_back(|| run_case(&ops)) {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(divergence)) => Err(TestCaseError::fail(divergence)),
-                Err(panic) => Err(TestCaseError::fail(format!(
-                    "error: {}",
-                    panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "a Postgres error".into())
-                ))),
-            },
+        check_sequences(
+            300,
+            proptest::collection::vec(op(), 1..30),
+            |ops| run_case(ops),
+            "a claim from any queue diverged from the turn's model",
         );
-        if let Err(failure) = result {
-            panic!("a claim from any queue diverged from the turn's model (minimal sequence below):\n{failure}");
-        }
     }
 }

@@ -34,6 +34,38 @@ pub(crate) fn rolled_back<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     }
 }
 
+/// Runs `cases` random operation sequences from `sequences` through `run_case`, each in a
+/// subtransaction that is rolled back (`rolled_back`), and panics with proptest's minimal
+/// failing sequence under `what`: the model-based tests (model.rs, fair_share.rs).
+pub(crate) fn check_sequences<S: proptest::strategy::Strategy>(
+    cases: u32,
+    sequences: S,
+    run_case: impl Fn(&S::Value) -> Result<(), String>,
+    what: &str,
+) {
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&sequences, |ops| match rolled_back(|| run_case(&ops)) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(divergence)) => Err(TestCaseError::fail(divergence)),
+        Err(panic) => Err(TestCaseError::fail(format!(
+            "error: {}",
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a Postgres error".into())
+        ))),
+    });
+    if let Err(failure) = result {
+        panic!("{what} (minimal sequence below):\n{failure}");
+    }
+}
+
 fn run(sql: &str) {
     Spi::run(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
 }

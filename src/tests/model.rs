@@ -24,10 +24,8 @@ mod tests {
 
     use std::collections::HashMap;
 
+    use crate::tests::check_sequences;
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
-
-    use crate::tests::rolled_back;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
     enum Due {
@@ -936,28 +934,11 @@ mod tests {
              SET LOCAL client_min_messages = error;",
         )
         .unwrap();
-        let mut runner = TestRunner::new(Config {
-            cases: model_cases(),
-            failure_persistence: None,
-            ..Config::default()
-        });
-        let result = runner.run(
-            &proptest::collection::vec(op(), 1..40),
-            |ops| match rolled_back(|| run_case(&ops)) {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(divergence)) => Err(TestCaseError::fail(divergence)),
-                Err(panic) => Err(TestCaseError::fail(format!(
-                    "error: {}",
-                    panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "a Postgres error".into())
-                ))),
-            },
+        check_sequences(
+            model_cases(),
+            proptest::collection::vec(op(), 1..40),
+            |ops| run_case(ops),
+            "the extension diverged from the model",
         );
-        if let Err(failure) = result {
-            panic!("the extension diverged from the model (minimal sequence below):\n{failure}");
-        }
     }
 }
