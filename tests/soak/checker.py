@@ -1,6 +1,6 @@
 """The invariant checker: one function per invariant of docs/contract.md (durability,
 14, first; then 1 to 8; then those of the lifecycle functions of 0.2.0: cancel 10,
-redrive 11, purge 12, stats 13; then the relay's 15 and flow control's 16 to 19), each comparing the three records of a run -- the
+redrive 11, purge 12, stats 13; then the relay's 15, flow control's 16 to 19 and the fair share's 21), each comparing the three records of a run -- the
 partner's record of every send, the harness's record of every call and the database with
 its witness rows (how they are kept, and why they stay true across crashes and failovers:
 tests/soak/records.py) -- and adding what it finds to the run's `Violations` under a
@@ -19,8 +19,8 @@ import collections
 import math
 import datetime as dt
 
-from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, LIMITED_QUEUE, LIMITS, REDRIVE_STAMP,
-                      STATS_COLUMNS, TERMINAL, TERMINAL_BUSINESS, fmt_ts, ts)
+from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, LIMITED_QUEUE, LIMITS, QUEUES,
+                      REDRIVE_STAMP, STATS_COLUMNS, TERMINAL, TERMINAL_BUSINESS, fmt_ts, ts)
 
 WITNESSED = ("claim", "heartbeat", "finalize", "cancel")  # the calls that write a witness row
 
@@ -1015,6 +1015,127 @@ def check_ordering_keys(ev, V, stats):
 
 
 # ----------------------------------------------------------------------------------
+# 21. the fair share: a claim from any queue serves every queue with due jobs
+# ----------------------------------------------------------------------------------
+
+class FairShare:
+    """What invariant 21 is checked against. The run has three queues and claims of 10, so
+    K = 1: every claim from any queue reaches each of the unlimited queues (QUEUES) that
+    has a due job, and takes at least one of its jobs unless other transactions hold its
+    rows locked, or the batch went to expired leases (which keep their place in the claim
+    order, invariant 21). So a claim from any queue is compared only when it re-claimed
+    no expired lease, and a queue only when more of its jobs were due and pending
+    throughout the claim -- known committed (their enqueue's answer came back) and due
+    before the claim's instant, first claimed (or their cancel sent) after it committed
+    -- than other transactions could hold locked without claiming them (`slack`): three
+    batches for each other claim call under way meanwhile (rows it claims and is killed
+    before it commits; rows that lost a merge to expired leases, over its rounds), and
+    one for each cancel."""
+
+    def __init__(self, ev):
+        self.ev = ev
+        self.batch = getattr(getattr(ev.ctx, "args", None), "batch", 10)
+        # every claim and cancel call, as when it was sent and when its answer (or error) came
+        self.under_way = {}
+        for kind in ("claim", "cancel"):
+            calls = [c for c in ev.calls if c["kind"] == kind]
+            self.under_way[kind] = (sorted(c["t0"] for c in calls),
+                                    sorted(c.get("t1") or float("inf") for c in calls))
+        made_by = {}
+        producer = False
+        for c in ev.calls:
+            if c["kind"] == "enqueue":
+                producer = True
+                if c["known"] and isinstance(c.get("result"), dict):
+                    for jid in c["result"].values():
+                        made_by[jid] = min(made_by.get(jid, c["t1"]), c["t1"])
+        cancel_sent = {}
+        for c in ev.calls:
+            if c["kind"] == "cancel":
+                cancel_sent[c["job"]] = min(cancel_sent.get(c["job"], c["t0"]), c["t0"])
+        plans = ev.ctx.plans or {}
+        # each unlimited queue's jobs' first wait: (from, until)
+        self.waits = {q: [] for q in QUEUES}
+        for jid, j in ev.jobs.items():
+            if j["queue"] not in self.waits or j["ordering_key"] is not None or j["redrive_of"] is not None:
+                continue
+            plan = plans.get(j["key"])
+            if plan is None or (producer and jid not in made_by):
+                continue
+            due = ts(plan["run_at"]) if plan["run_at"] is not None else ts(j["created_at"])
+            start = max(due, made_by.get(jid, float("-inf")))
+            claims = ev.claims_in_order(jid)
+            end = ts(claims[0]["claimed_at"]) if claims else float("inf")
+            end = min(end, cancel_sent.get(jid, float("inf")))
+            if start < end:
+                self.waits[j["queue"]].append((start, end))
+        self.starts = {q: sorted(s for s, _ in w) for q, w in self.waits.items()}
+        self.ends = {q: sorted(e for _, e in w) for q, w in self.waits.items()}
+        self.by_start = {q: sorted(w) for q, w in self.waits.items()}
+
+    def waiting(self, queue, t_claim, t_commit):
+        """How many of `queue`'s jobs waited due and pending from before t_claim to after
+        t_commit: begun by t_claim, less those ended by t_commit that had begun by then."""
+        begun = bisect.bisect_right(self.starts[queue], t_claim)
+        ended = bisect.bisect_right(self.ends[queue], t_commit)
+        w = self.by_start[queue]
+        # ended by t_commit, but begun after t_claim: not among the begun
+        late = sum(1 for s, e in w[begun:bisect.bisect_right(self.starts[queue], t_commit)] if e <= t_commit)
+        return begun - (ended - late)
+
+    def slack(self, t_claim, t_commit):
+        """How many rows other transactions may have held locked between t_claim and
+        t_commit without claiming them (this claim's own call is one of those under way)."""
+        def overlapping(kind):
+            sent, answered = self.under_way[kind]
+            return bisect.bisect_right(sent, t_commit) - bisect.bisect_left(answered, t_claim)
+        return 3 * self.batch * max(0, overlapping("claim") - 1) + overlapping("cancel")
+
+    def claims(self):
+        """Each committed claim from any queue that re-claimed no expired lease, as
+        (call id, worker, instant, commit, {queue: jobs})."""
+        from_any = {c["id"] for c in self.ev.calls if c["kind"] == "claim" and "queue" in c and c["queue"] is None}
+        rows = collections.defaultdict(list)
+        for w in self.ev.db["claims"]:
+            if w["call"] in from_any:
+                rows[w["call"]].append(w)
+        for call, ws in sorted(rows.items()):
+            if any(w["committed_at"] is None for w in ws) or any(self.reclaimed(w) for w in ws):
+                continue
+            queues = collections.Counter(self.ev.jobs[w["job"]]["queue"] for w in ws if w["job"] in self.ev.jobs)
+            yield call, ws[0]["worker"], ts(ws[0]["claimed_at"]), ts(ws[0]["committed_at"]), queues
+
+    def reclaimed(self, w):
+        """Whether claim w took an expired lease: its job's claim before it was not released
+        by an applied retry (or is not in the record)."""
+        if w["gen"] <= 1:
+            return False
+        before = self.ev.claim_of.get((w["job"], w["gen"] - 1))
+        return before is None or self.ev.held_until(w["job"], w["gen"] - 1, before)[0] != "retry"
+
+
+def check_fair_share(ev, V, stats):
+    """Invariant 21: no claim from any queue took none of an unlimited queue's jobs while
+    more of them waited, due, than other transactions could have held locked (FairShare)."""
+    fair = FairShare(ev)
+    compared = claims = 0
+    for call, worker, t_claim, t_commit, queues in fair.claims():
+        claims += 1
+        slack = fair.slack(t_claim, t_commit)
+        for q in QUEUES:
+            waiting = fair.waiting(q, t_claim, t_commit)
+            if waiting <= slack:
+                continue
+            compared += 1
+            if queues[q] == 0:
+                V.add("a claim from any queue passed over a queue with due jobs",
+                      f"call {call} of {worker} at {fmt_ts(t_claim)} (committed {fmt_ts(t_commit)}) took "
+                      f"{dict(queues)}, none of {q}'s {waiting} due jobs waiting throughout")
+    stats["fair_share_claims"] = claims
+    stats["fair_share_compared"] = compared
+
+
+# ----------------------------------------------------------------------------------
 # all of them
 # ----------------------------------------------------------------------------------
 
@@ -1039,7 +1160,8 @@ def count_outcomes(ev, stats):
 
 def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     """Checks the invariants of docs/contract.md (durability 14, then 1 to 8, then cancel
-    10, redrive 11, purge 12, stats 13, the relay 15 and flow control 16 to 19) against
+    10, redrive 11, purge 12, stats 13, the relay 15, flow control 16 to 19 and the fair
+    share 21) against
     the three records: `db` from records.read_database, the partner's requests, and the
     calls in ctx.record. Fills `stats`; adds violations to ctx.violations."""
     ev = Evidence(ctx, db, partner_requests)
@@ -1062,5 +1184,6 @@ def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     check_cap(ev, V, stats)
     check_rate(ev, V, stats)
     check_ordering_keys(ev, V, stats)
+    check_fair_share(ev, V, stats)
     count_outcomes(ev, stats)
     return stats

@@ -9,9 +9,10 @@ need a run that had poison jobs, cancels, redrives and a purge (the soak's alway
 
 import copy
 import datetime as dt
+import types
 
-from .checker import check_everything, gave_up
-from .records import FINALIZED, GAVE_UP, LIMITED_QUEUE, LIMITS, TERMINAL, Record, Violations, ts
+from .checker import Evidence, FairShare, check_everything, gave_up
+from .records import FINALIZED, GAVE_UP, LIMITED_QUEUE, LIMITS, QUEUES, TERMINAL, Record, Violations, ts
 
 
 def _first(items, what):
@@ -535,6 +536,25 @@ def _mutations(ctx):
         for c in claims_of(db, younger)[:1]:
             c.update(claimed_at=early, lease_end=early, committed_at=early)
 
+    # -- the fair share ----------------------------------------------------------------
+
+    @m("a claim from any queue passed over a queue with due jobs",
+       "a claim from any queue without its jobs of one queue, while many of that queue's waited (the claim "
+       "in one order across the queues that 0.3.1 made)")
+    def _(db, sends, calls, plans, enq):
+        run = types.SimpleNamespace(record=types.SimpleNamespace(calls=calls), plans=plans,
+                                    seeded_old=ctx.seeded_old, seeded_recent=ctx.seeded_recent,
+                                    args=getattr(ctx, "args", None))
+        fair = FairShare(Evidence(run, db, sends))
+        for call, _, t_claim, t_commit, queues in fair.claims():
+            for q in QUEUES:
+                if 0 < queues[q] < sum(queues.values()) and \
+                        fair.waiting(q, t_claim, t_commit) > fair.slack(t_claim, t_commit):
+                    db["claims"] = [w for w in db["claims"]
+                                    if not (w["call"] == call and db["jobs"][w["job"]]["queue"] == q)]
+                    return
+        raise LookupError("no claim from any queue that took two queues' jobs while many waited")
+
     # -- the outbox's relay -----------------------------------------------------------
 
     @m("an event read twice by one consumer", "one event relayed a second time (a read that moved no position)")
@@ -563,6 +583,7 @@ class _Snapshot:
         self.enqueued = enqueued
         self.seeded_old, self.seeded_recent = ctx.seeded_old, ctx.seeded_recent
         self.relay = getattr(ctx, "relay", False)
+        self.args = getattr(ctx, "args", None)
 
 
 def checker_self_test(ctx, db, sends):

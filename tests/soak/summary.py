@@ -45,6 +45,9 @@ def summary_lines(ctx, stats):
                          f" {g('ordered_claims')} jobs claimed behind an older one of their key"
                          f" ({g('ordered_committed_after')} before an older one whose enqueue or redrive came back later);"
                          f" paused {g('pauses')} times"),
+        ("fair share", f"{g('fair_share_claims')} claims from any queue that re-claimed no expired lease;"
+                       f" {g('fair_share_compared')} times one of them was compared with a queue of more due jobs"
+                       f" than other calls could hold locked: each took some of that queue's"),
         ("guard refusals", f"{c['guard_refusals']} of {c['guard_attempts']} flips tried  "
                            f"(rowcount 0: {c['guard_refusals_rowcount0']}, with WARNING: {c['guard_warnings']};"
                            f" the row had moved on before the flip, by a redrive: {c['guard_flips_overtaken']})"),

@@ -295,7 +295,7 @@ class Worker(threading.Thread):
 
     def claim(self, fault):
         self._ensure()
-        call = self.ctx.record.new_call("claim", self.wname)
+        call = self.ctx.record.new_call("claim", self.wname, queue=self.queue)
         precommit = fault == "term_claim_precommit"
         t0 = time.monotonic()
         try:
