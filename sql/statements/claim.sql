@@ -194,15 +194,9 @@ SELECT NULL, NULL, NULL, NULL, true, false
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, false, true
  WHERE (SELECT others.exist FROM others)
---- variant one_queue
+--- variant one_queue, other_queues
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true, false
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
                 WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
---- variant other_queues
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, true, false
- WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL
-                  AND ($4::text IS NULL OR k.queue = $4))
 --- end
