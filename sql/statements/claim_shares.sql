@@ -61,6 +61,16 @@ walk AS (
            LIMIT 1) AS next
      WHERE NOT (next.wrapped AND (next.queue > start.queue OR (next.queue = start.queue AND NOT start.after)))
 ),
+-- The jobs in flight of each limited queue, counted once (the rows with a lease are few:
+-- workers x batch), when the walk first passes a limited queue: a count per queue read
+-- every lease in the table again for each one (decision 0019).
+held AS MATERIALIZED (
+    SELECT held.queue, pg_catalog.count(*) AS jobs
+      FROM ONLY @extschema@.send_jobs AS held
+     WHERE held.lease_expires_at > $1 AND held.lease_expires_at IS NOT NULL
+       AND held.queue = ANY ($6)
+     GROUP BY held.queue
+),
 reached AS MATERIALIZED (
     SELECT walk.queue, walk.step FROM walk
      WHERE walk.head <= pg_catalog.timezone(interval '0', $1)
@@ -73,9 +83,8 @@ reached AS MATERIALIZED (
                              WHERE settings.queue = walk.queue
                                AND (settings.paused
                                     OR settings.tokens + settings.rate * pg_catalog.date_part('epoch', $1 - settings.tokens_at) < 1
-                                    OR settings.max_in_flight <= (SELECT pg_catalog.count(*) FROM ONLY @extschema@.send_jobs AS held
-                                                                   WHERE held.lease_expires_at > $1 AND held.lease_expires_at IS NOT NULL
-                                                                     AND held.queue = settings.queue))))
+                                    OR settings.max_in_flight <= coalesce((SELECT held.jobs FROM held
+                                                                            WHERE held.queue = settings.queue), 0))))
      LIMIT $2
 ),
 turn AS MATERIALIZED (
