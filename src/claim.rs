@@ -23,7 +23,7 @@ use crate::wakeup;
 // of limited queues may be stale, each row then checked against the settings
 // (sql/statements/claim.sql); a queue with flow control, its settings locked by this
 // claim (limited_queue).
-static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
+pub(crate) static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
 // A claim from any queue while one queue alone has pending jobs (src/fair_share.rs).
 pub(crate) static CLAIM_ONLY_QUEUE: Statement = statement!("claim.sql", "only_queue");
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");

@@ -160,6 +160,12 @@ mod tests {
              INSERT INTO send_jobs (queue, payload, next_attempt_at)
              SELECT 'paused', '{}', now() - interval '2 hours' FROM generate_series(1, 100000);");
         prepare_any_queue();
+        let named = crate::claim::CLAIM_ONE_QUEUE
+            .text()
+            .replace("@extschema@", "public");
+        run(&format!(
+            "PREPARE claim_named(timestamptz, int8, interval, text, text[]) AS {named}"
+        ));
         for mode in ["force_custom_plan", "force_generic_plan"] {
             run(&format!("SET LOCAL plan_cache_mode = {mode}"));
             // From the start ('burst' sorts first), past 'later' and 'paused'; and from
@@ -180,6 +186,19 @@ mod tests {
                     "{mode}: the claim after {after} claimed nothing"
                 );
             }
+            // A claim that names a queue (claim.sql's one_queue, planned as src/claim.rs
+            // plans it, every scan allowed): the burst's queue, and a small one beside it.
+            run("SET LOCAL enable_bitmapscan = on; SET LOCAL enable_seqscan = on");
+            for queue in ["burst", "q10"] {
+                let (read, plan) = entries_read(&format!(
+                    "EXECUTE claim_named(clock_timestamp(), 10, '1 minute', '{queue}', NULL)"
+                ));
+                assert!(
+                    read <= 10 * 10 && !any_seq_scan(&plan) && !any_sort(&plan),
+                    "{mode}: the claim from {queue} read {read} index entries: {plan}"
+                );
+            }
+            run("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
         }
     }
 
