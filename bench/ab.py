@@ -23,6 +23,11 @@ the finalize's apart: a count, not a time, so the same in a quiet and a loaded m
 (what varies between repetitions is the table's state), and fine enough to show a cost of
 1%. The commit's WAL flush and the other processes are not in it.
 
+With --queues N, the backlog is split evenly among N queues (<queue>-1 .. <queue>-N) that
+the claims from any queue serve in turn (invariant 21): with the retry cycle every queue
+stays backlogged, so jobs/s is the rate at which the workers drain them all together (the
+work-conserving target of decision 0019).
+
 With --cpu, each run is instead one client's --cycles cycles of the same claim + finalize
 (prepared statements, from this script), and what is measured is the CPU time its
 backend spent per job (/proc/<pid>/schedstat, the scheduler's own count, read around
@@ -80,28 +85,30 @@ SELECT count(*) FROM sendjobs_finalize_batch(:ids::int8[], :generations::int8[],
 CLAIMS_SO_FAR = "SELECT coalesce(sum(claim_generation), 0) FROM send_jobs"
 
 
-def prepare(db, version, lib_dir, backlog, queue):
+def prepare(db, version, lib_dir, backlog, queue, queues=1):
     psql("postgres", f"CREATE DATABASE {db}")
     if lib_dir:
         psql("postgres", f"ALTER DATABASE {db} SET dynamic_library_path = '{lib_dir}:$libdir'")
     psql(db, f"CREATE EXTENSION sendjobs VERSION '{version}'")
-    top_up(db, backlog, queue)
+    top_up(db, backlog, queue, queues)
 
 
-def top_up(db, backlog, queue):
-    """Finished jobs and their events go; pending jobs are added up to `backlog`."""
+def top_up(db, backlog, queue, queues=1):
+    """Finished jobs and their events go; pending jobs are added up to `backlog`, in
+    `queue`, or taking turns among `queues` queues named <queue>-1 .. <queue>-<queues>."""
+    name = f"'{queue}'" if queues == 1 else f"'{queue}-' || (1 + i % {queues})"
     psql(db, common.CLEAR_FINISHED)
     psql(db, f"INSERT INTO send_jobs (payload, queue, max_attempts, next_attempt_at) "
-             f"SELECT '{{}}', '{queue}', 1000000000, now() - interval '1 hour' "
-             f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs))")
+             f"SELECT '{{}}', {name}, 1000000000, now() - interval '1 hour' "
+             f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs)) AS i")
     psql(db, "VACUUM ANALYZE")
 
 
-def reset(db, outcome, backlog, queue):
+def reset(db, outcome, backlog, queue, queues=1):
     """The next run starts from the same footing: the backlog topped up (sent), or the
     dead rows of the last run vacuumed (retry)."""
     if outcome == "sent":
-        top_up(db, backlog, queue)
+        top_up(db, backlog, queue, queues)
     else:
         psql(db, "VACUUM send_jobs")
 
@@ -309,6 +316,8 @@ def main(argv):
                         "finishes with its event, and the backlog is topped up before each run")
     p.add_argument("--queue", default=None,
                    help="claim from this queue by name (the batch cycle for every batch, jobs counted in the database)")
+    p.add_argument("--queues", type=int, default=1,
+                   help="the backlog split evenly among this many queues, claimed from any queue")
     p.add_argument("--b-limit", default=None, metavar="ARGS",
                    help="arm B's queue gets sendjobs_limit(queue, ARGS), e.g. \"max_in_flight => 4\" (needs --queue)")
     p.add_argument("--cpu", action="store_true",
@@ -334,9 +343,11 @@ def main(argv):
     common.write_meta(folder, meta)
     if a.b_limit and not a.queue:
         p.error("--b-limit needs --queue")
+    if a.queues < 1 or (a.queues > 1 and (a.queue or a.cpu or a.instructions)):
+        p.error("--queues N: N >= 1, and more than 1 only for jobs/s from any queue (no --queue, --cpu, --instructions)")
     queue = a.queue or "default"
-    prepare("arm_a", a.a_version, a.a_lib, a.backlog, queue)
-    prepare("arm_b", b_version, None, a.backlog, queue)
+    prepare("arm_a", a.a_version, a.a_lib, a.backlog, queue, a.queues)
+    prepare("arm_b", b_version, None, a.backlog, queue, a.queues)
     if a.b_limit:
         psql("arm_b", f"SELECT sendjobs_limit('{queue}', {a.b_limit})")
     if a.cpu:
@@ -371,12 +382,13 @@ def main(argv):
                 wal[((clients, batch), arm)].append(wal_per_job)
                 out.writerow([rep + 1, clients, batch, arm, round(jobs_s, 1), round(wal_per_job)])
                 runs.flush()
-                reset(arm, a.outcome, a.backlog, queue)
+                reset(arm, a.outcome, a.backlog, queue, a.queues)
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
     runs.close()
     lines = ["# A/B of two builds", ""] + common.header_lines(meta) + [
         "", f"A = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs"
             + (f" in queue {queue} (claimed by name)" if a.queue else "")
+            + (f" in {a.queues} queues (claimed from any queue)" if a.queues > 1 else "")
             + (f"; arm B's queue limited: sendjobs_limit({queue!r}, {a.b_limit})" if a.b_limit else "") + ", "
             f"{a.duration} s runs, {a.reps} repetitions, interleaved", "",
         "| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A | A WAL B/job | B WAL B/job |",
