@@ -85,6 +85,11 @@ CREATE INDEX send_jobs_ordering_key_held_idx
 CREATE INDEX send_jobs_pending_keyed_idx
     ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
     WHERE status = 'pending' AND ordering_key IS NOT NULL;
+-- Ordered jobs by queue: a claim that names a queue probes it for whether the queue has
+-- any (claim.sql's last row; send_jobs_pending_queue_idx would read the queue's whole
+-- backlog for it, as plans made without statistics did: src/tests/plans.rs).
+CREATE INDEX send_jobs_pending_keyed_queue_idx
+    ON @extschema@.send_jobs (queue) WHERE status = 'pending' AND ordering_key IS NOT NULL;
 -- A failed job is redriven at most once (sendjobs_redrive, whose lock on the failed row
 -- keeps it so across this table and send_jobs_finished; this index stands behind it for
 -- the unfinished redrives). Partial: only redriven jobs have an entry, so the claim and

@@ -2,8 +2,32 @@
 -- A claim from any queue serves the queues with due jobs in turn, each its share of the
 -- batch: the library does it, with the indexes 0.3.1 has; nothing in the catalog changes
 -- but sendjobs_claim's comment, and every C function is rebound to this release's library.
--- Takes no lock on the queue's tables: claims and finalizes go on during the update.
+-- An index of the ordered jobs by queue (send_jobs_pending_keyed_queue_idx), built under
+-- the lock below.
+-- Queue names: a new queue's name may no longer hold a character Unicode draws as nothing
+-- (src/queue_names.rs, decision 0018); each queue that exists under such a name gets a
+-- settings row with the defaults, so it goes on as before. For that it reads send_jobs
+-- with send_jobs_finished once, under a SHARE lock of both (enqueues, claims and
+-- finalizes wait for the update's commit; so no job of a new such queue commits between).
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.4.0'" to load this file. \quit
+
+-- The queues named as a new queue may no longer be, since this release: the
+-- default-ignorable code points that are not format characters (src/queue_names.rs
+-- `IGNORABLE`, the same list).
+LOCK TABLE @extschema@.send_jobs IN SHARE MODE;
+INSERT INTO @extschema@.sendjobs_queues (queue)
+SELECT DISTINCT job.queue
+  FROM @extschema@.send_jobs AS job
+ WHERE job.queue OPERATOR(pg_catalog.~) (
+           '[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u2065\u3164\ufe00-\ufe0f\uffa0\ufff0-\ufff8'
+           OPERATOR(pg_catalog.||) '\U000e0000\U000e0002-\U000e001f\U000e0080-\U000e0fff]')
+ON CONFLICT (queue) DO NOTHING;
+
+-- Ordered jobs by queue, for a claim that names a queue (sql/schema.sql says why): built
+-- under the same lock, from the pending jobs with a key (a read of send_jobs itself).
+CREATE INDEX send_jobs_pending_keyed_queue_idx
+    ON @extschema@.send_jobs (queue) WHERE status = 'pending' AND ordering_key IS NOT NULL;
+COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_queue_idx IS 'Ordered jobs by queue: whether a queue has any pending (pending jobs with a key only).';
 
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
     'Claims up to batch jobs (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired. From one queue, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. From any queue (queue NULL), the queues with due jobs in turn, each an even share of the batch, each in its claim order: one queue''s backlog never holds another''s due jobs (invariant 21). Each job becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';

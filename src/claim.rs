@@ -98,7 +98,7 @@ fn claim_one_queue(
                 claim: &CLAIM_ONE_QUEUE,
                 queue: Some(queue),
                 other_than: None,
-                planning: Planning::Generic,
+                planning: Planning::IndexOrdered,
             }
         } else {
             // A list of limited queues that may have changed (limited_queues says when):
@@ -195,7 +195,7 @@ fn claim_any_queue(
             claim: &CLAIM_ONLY_QUEUE,
             queue: Some(&only),
             other_than: None,
-            planning: Planning::Generic,
+            planning: Planning::IndexOrdered,
         };
         let left = claim_rounds(
             client,
@@ -400,7 +400,7 @@ fn claim_keyed(
         claim: &CLAIM_KEYED,
         queue,
         other_than: (!limited.is_empty()).then(|| limited.to_vec()),
-        planning: Planning::Generic,
+        planning: Planning::IndexOrdered,
     };
     claim_rounds(client, &round, batch, wall_clock(), lease, claimed, gave_up)?;
     finish_gave_up(client, gave_up)
@@ -429,7 +429,7 @@ fn claim_limited(
         claim: &CLAIM_LIMITED_QUEUE,
         queue: Some(queue),
         other_than: None,
-        planning: Planning::Generic,
+        planning: Planning::IndexOrdered,
     };
     claim_rounds(
         client,

@@ -29,7 +29,7 @@ pub enum SendJobsError {
 
     /// 22023 invalid_parameter_value: a new queue's name that is not a name
     /// (src/queue_names.rs); printed escaped, so the message draws as what it holds
-    #[error("sendjobs: a new queue's name may not hold {problem}: {name:?}")]
+    #[error("sendjobs: a new queue's name may not hold {problem}: {}", crate::queue_names::escaped(.name))]
     NotAName { name: String, problem: &'static str },
 
     /// P0002 no_data_found

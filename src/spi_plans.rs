@@ -203,11 +203,12 @@ pub enum Planning {
     Generic,
     /// Once, for any values, by index scans alone (bitmap and sequential scans off): a
     /// statement each of whose scans has an index made for it, and must follow that
-    /// index's order and stop at its limit whatever the statistics say (claim_shares.sql:
-    /// with statistics taken before a burst, a queue's share was read by a bitmap scan of
-    /// its whole backlog, then sorted, 10,003 index entries for a claim of 10; with bitmap
-    /// scans alone off, its expired branch read a table never analyzed sequentially;
-    /// src/tests/plans.rs, decision 0019).
+    /// index's order and stop at its limit whatever the statistics say: the claims'
+    /// (claim_shares.sql: with statistics taken before a burst, a queue's share was read
+    /// by a bitmap scan of its whole backlog, then sorted, 10,003 index entries for a
+    /// claim of 10; with bitmap scans alone off, its expired branch read a table never
+    /// analyzed sequentially; claim.sql's one_queue read a burst of 100,000 so, planned for
+    /// its values; src/tests/plans.rs, decision 0019).
     IndexOrdered,
     /// For the values of each call: a statement whose best plan depends on how many ids
     /// it is given, where a generic plan assumes ten elements of an array parameter.

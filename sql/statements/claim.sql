@@ -123,7 +123,14 @@ pending AS MATERIALIZED (
                                        OR EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
                                                    WHERE stopping.id = blocked.job_id AND stopping.status = 'failed'))))
 --- end
+--- variant only_queue, keyed
      ORDER BY claim_order, id
+--- variant one_queue, other_queues, limited_queue
+     -- in the order of send_jobs_pending_queue_idx, queue first: the one index that
+     -- gives it, whatever the statistics (a plan made while the table was small read
+     -- send_jobs_pending_idx through another queue's burst: src/tests/plans.rs)
+     ORDER BY job.queue, claim_order, id
+--- end
      LIMIT $2
      FOR UPDATE SKIP LOCKED
 ),
@@ -182,8 +189,8 @@ claimed AS (
 SELECT job, false AS gave_up, id, claim_order, false AS keyed, false AS others FROM claimed
 UNION ALL
 SELECT NULL, true, id, claim_order, false, false FROM picked WHERE gave_up
--- The last row says what this pass left to another: pending ordered jobs (keyed: one
--- probe of send_jobs_pending_keyed_idx).
+-- The last row says what this pass left to another: pending ordered jobs (one probe of
+-- send_jobs_pending_keyed_idx, or of send_jobs_pending_keyed_queue_idx for one queue).
 --- variant only_queue
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true, false

@@ -14,6 +14,7 @@ mod job_state;
 mod link;
 mod model;
 mod plans;
+mod queue_names;
 mod statements;
 
 /// Runs `f` in a subtransaction that is always rolled back, catching its error: each case

@@ -22,4 +22,7 @@ SELECT id, claim_generation FROM sendjobs_claim(1, '0 seconds');
 SELECT sendjobs_enqueue('{"n": 5}', transaction_id => 'tx-5', idempotency_key => 'k5');
 SELECT sendjobs_enqueue('{"n": 6}', transaction_id => 'tx-6', idempotency_key => 'k6',
                         run_at => now() + interval '1 hour');
+-- 7: scheduled a day ahead, in a queue whose name 0.4.0 refuses for a new queue (a
+-- variation selector: drawn as nothing); the update keeps the name usable.
+SELECT sendjobs_enqueue('{"n": 7}', queue => 'acme' || chr(65039), run_at => now() + interval '1 day');
 SELECT id, status, claim_generation, lease_expires_at > now() AS leased FROM send_jobs ORDER BY id;

@@ -98,4 +98,6 @@ SELECT pg_temp.expect(count(*) = 0, 'and never again') FROM sendjobs_claim(1, '0
 SELECT pg_temp.expect(status = 'failed' AND last_error LIKE 'sendjobs: gave up:%', 'it gave up')
   FROM send_jobs WHERE id = :poison;
 SELECT pg_temp.expect(count(*) >= 1, 'the stats see it') FROM sendjobs_stats() WHERE queue = 'poison' AND failed_5m = 1;
+SELECT pg_temp.expect(sendjobs_enqueue('{}', queue => 'acme' || chr(65039)) > 7,
+                      'a queue made under a name since refused keeps it (decision 0018)');
 SELECT 'upgrade checks passed' AS result;

@@ -70,6 +70,24 @@ SELECT sendjobs_enqueue('{}', queue => repeat('q', 129));
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 SELECT sendjobs_enqueue('{}', queue => repeat('é', 65));
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: a new queue's name that draws as something else or as nothing (decision 0018):
+-- a control character, a format character (zero-width space, right-to-left override),
+-- a character drawn as nothing (a variation selector, a Hangul filler: since 0.4.0),
+-- white space at an end; also where a queue's settings would make it (a pause).
+SELECT sendjobs_enqueue('{}', queue => E'acme\nINFO forged');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => 'acme' || chr(8203));
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => chr(8238) || 'emca');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => 'acme' || chr(65039));
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => 'ac' || chr(12644) || 'me');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue('{}', queue => 'acme ');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_pause('acme' || chr(65039));
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 -- 22023: run_at must be finite: a job due at -infinity would stay first in the claim
 -- order forever, and before 0.2.1 it made every sendjobs_stats call fail.
 SELECT sendjobs_enqueue('{}', run_at => '-infinity');
@@ -401,6 +419,11 @@ SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 
 -- After all of the above, the fixture is exactly as it was.
 SELECT nothing_changed();
+
+-- A queue that sendjobs_queues names keeps its name (an update gives one to each queue
+-- made before its rule): its jobs are enqueued.
+INSERT INTO sendjobs_queues (queue) VALUES ('acme' || chr(65039));
+SELECT sendjobs_enqueue('{}', queue => 'acme' || chr(65039)) > 0 AS enqueued;
 
 DROP TABLE misuse, baseline;
 DROP VIEW shop.payments_view;
