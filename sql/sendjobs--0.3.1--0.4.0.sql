@@ -1,7 +1,7 @@
 -- sendjobs 0.3.1 -> 0.4.0: fair claims across queues (CHANGELOG.md; decision 0019).
 -- A claim from any queue serves the queues with due jobs in turn, each its share of the
--- batch: the library does it, with the indexes 0.3.1 has; nothing in the catalog changes
--- but sendjobs_claim's comment, and every C function is rebound to this release's library.
+-- batch: the library does it. In the catalog: sendjobs_claim's comment, every C function
+-- rebound to this release's library, and the index and settings rows below.
 -- An index of the ordered jobs by queue (send_jobs_pending_keyed_queue_idx), built under
 -- the lock below.
 -- Queue names: a new queue's name may no longer hold a character Unicode draws as nothing

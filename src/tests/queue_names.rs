@@ -77,6 +77,9 @@ mod tests {
             wrong.len(),
             &wrong[..wrong.len().min(40)]
         );
+        // What is not refused but would draw onto the quote or as nothing is escaped too.
+        assert_eq!(escaped("\u{20dd}acme"), "\"\\u{20dd}acme\"");
+        assert_eq!(escaped("ac\u{a0}me\""), "\"ac\\u{a0}me\\\"\"");
         // Letters of any script are names (a look-alike is the console's to show).
         for name in [
             "acme",

@@ -1103,7 +1103,9 @@ class FairShare:
             if any(w["committed_at"] is None for w in ws) or any(self.reclaimed(w) for w in ws):
                 continue
             queues = collections.Counter(self.ev.jobs[w["job"]]["queue"] for w in ws if w["job"] in self.ev.jobs)
-            yield call, ws[0]["worker"], ts(ws[0]["claimed_at"]), ts(ws[0]["committed_at"]), queues
+            # the first pass's instant: a later pass (ordered jobs, a limited queue) reads
+            # the clock again
+            yield call, ws[0]["worker"], min(ts(w["claimed_at"]) for w in ws), ts(ws[0]["committed_at"]), queues
 
     def reclaimed(self, w):
         """Whether claim w took an expired lease: its job's claim before it was not released
@@ -1119,6 +1121,10 @@ def check_fair_share(ev, V, stats):
     more of them waited, due, than other transactions could have held locked (FairShare)."""
     fair = FairShare(ev)
     compared = claims = 0
+    if fair.batch < len(QUEUES) + 1:
+        # K = 1 needs a batch with a place for each queue (the limited one's included)
+        stats["fair_share_claims"] = stats["fair_share_compared"] = 0
+        return
     for call, worker, t_claim, t_commit, queues in fair.claims():
         claims += 1
         slack = fair.slack(t_claim, t_commit)
