@@ -207,8 +207,8 @@ pub enum Planning {
     /// (claim_shares.sql: with statistics taken before a burst, a queue's share was read
     /// by a bitmap scan of its whole backlog, then sorted, 10,003 index entries for a
     /// claim of 10; with bitmap scans alone off, its expired branch read a table never
-    /// analyzed sequentially; claim.sql's one_queue read a burst of 100,000 so, planned for
-    /// its values; src/tests/plans.rs, decision 0019).
+    /// analyzed sequentially; claim.sql's one_queue, planned for its values, read a burst
+    /// by a bitmap scan and sorted it; src/tests/plans.rs, decision 0019).
     IndexOrdered,
     /// For the values of each call: a statement whose best plan depends on how many ids
     /// it is given, where a generic plan assumes ten elements of an array parameter.

@@ -127,8 +127,8 @@ pending AS MATERIALIZED (
      ORDER BY claim_order, id
 --- variant one_queue, other_queues, limited_queue
      -- in the order of send_jobs_pending_queue_idx, queue first: the one index that
-     -- gives it, whatever the statistics (a plan made while the table was small read
-     -- send_jobs_pending_idx through another queue's burst: src/tests/plans.rs)
+     -- gives it, so no plan reads the queue's backlog to sort it (a plan for the values
+     -- did so after a burst, with statistics from before it: src/tests/plans.rs)
      ORDER BY job.queue, claim_order, id
 --- end
      LIMIT $2
