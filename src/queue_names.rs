@@ -101,13 +101,10 @@ pub(crate) fn escaped(name: &str) -> String {
                 out.push(c);
             }
             ' ' | '\'' => out.push(c),
+            // a character alone is refused exactly when a name may not hold it, or when
+            // it is white space (at its start)
             _ if c.escape_debug().nth(1).is_some()
-                || c.is_control()
-                || c.is_whitespace()
-                || c == '\u{2028}'
-                || c == '\u{2029}'
-                || within(FORMAT, c)
-                || within(IGNORABLE, c) =>
+                || name_problem(c.encode_utf8(&mut [0; 4])).is_some() =>
             {
                 out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
             }
