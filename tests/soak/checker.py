@@ -95,6 +95,15 @@ class Evidence:
                 g = c["gen"]
                 if (jid, g + 1) in self.claim_of:
                     self.next_claim[(jid, g)] = self.claim_of[(jid, g + 1)]
+        # each job -> when the first answer naming it came back (its enqueue, or the
+        # redrive that made it); and whether a producer enqueued while the run went on (the
+        # demo enqueues every job before its workers start)
+        self.made_by = {}
+        for c in self.calls:
+            if c["kind"] in ("enqueue", "redrive") and c["known"] and isinstance(c.get("result"), dict):
+                for new_id in c["result"].values():
+                    self.made_by[new_id] = min(self.made_by.get(new_id, c["t1"]), c["t1"])
+        self.enqueued_by_producer = any(c["kind"] == "enqueue" for c in self.calls)
         # the applied finalizes that made each job terminal, in witness order
         self.terminal_finalizes = collections.defaultdict(list)
         for f in db["finalizes"]:
@@ -982,12 +991,7 @@ def check_ordering_keys(ev, V, stats):
         key = ev.jobs[jid]["ordering_key"]
         if key is not None and ev.jobs[jid]["queue"] == LIMITED_QUEUE:
             lines[key].append(jid)
-    made_by = {}  # job -> when the first answer naming it came back (enqueue or redrive)
-    for c in ev.calls:
-        if c["kind"] in ("enqueue", "redrive") and c["known"] and isinstance(c.get("result"), dict):
-            for new_id in c["result"].values():
-                made_by[new_id] = min(made_by.get(new_id, c["t1"]), c["t1"])
-    enqueued_by_producer = any(c["kind"] == "enqueue" for c in ev.calls)
+    made_by, enqueued_by_producer = ev.made_by, ev.enqueued_by_producer
     ordered = committed_after = 0
     for key, jids in lines.items():
         for older, younger in zip(jids, jids[1:]):
@@ -1041,14 +1045,7 @@ class FairShare:
             calls = [c for c in ev.calls if c["kind"] == kind]
             self.under_way[kind] = (sorted(c["t0"] for c in calls),
                                     sorted(c.get("t1") or float("inf") for c in calls))
-        made_by = {}
-        producer = False
-        for c in ev.calls:
-            if c["kind"] == "enqueue":
-                producer = True
-                if c["known"] and isinstance(c.get("result"), dict):
-                    for jid in c["result"].values():
-                        made_by[jid] = min(made_by.get(jid, c["t1"]), c["t1"])
+        made_by, producer = ev.made_by, ev.enqueued_by_producer
         cancel_sent = {}
         for c in ev.calls:
             if c["kind"] == "cancel":
