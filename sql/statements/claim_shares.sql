@@ -28,38 +28,43 @@ start AS (
            $4 IS NOT NULL AS after
 ),
 walk AS (
-    SELECT first.queue, first.head, first.wrapped, 1::int8 AS step
+    SELECT first.queue, first.head, first.head_id, first.wrapped, 1::int8 AS step
       FROM start CROSS JOIN LATERAL (
-           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS head, false AS wrapped
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS head, job.id AS head_id, false AS wrapped
               FROM ONLY @extschema@.send_jobs AS job
              WHERE job.status = 'pending' AND job.queue = start.queue AND NOT start.after
-             ORDER BY job.queue, 2 LIMIT 1)
+             ORDER BY job.queue, 2, 3 LIMIT 1)
            UNION ALL
-           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), false
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), job.id, false
               FROM ONLY @extschema@.send_jobs AS job
-             WHERE job.status = 'pending' AND job.queue > start.queue
-             ORDER BY job.queue, 2 LIMIT 1)
+             WHERE job.status = 'pending' AND job.queue > start.queue AND start.after
+             ORDER BY job.queue, 2, 3 LIMIT 1)
            UNION ALL
-           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), true
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), job.id, true
               FROM ONLY @extschema@.send_jobs AS job
-             WHERE job.status = 'pending'
-             ORDER BY job.queue, 2 LIMIT 1)
+             WHERE job.status = 'pending' AND job.queue <= start.queue AND start.after
+             ORDER BY job.queue, 2, 3 LIMIT 1)
            LIMIT 1) AS first
-     WHERE NOT (first.wrapped AND (first.queue > start.queue OR (first.queue = start.queue AND NOT start.after)))
     UNION ALL
-    SELECT next.queue, next.head, next.wrapped, walk.step + 1
+    SELECT next.queue, next.head, next.head_id, next.wrapped, walk.step + 1
       FROM walk CROSS JOIN start CROSS JOIN LATERAL (
-           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS head, walk.wrapped
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS head, job.id AS head_id, false AS wrapped
               FROM ONLY @extschema@.send_jobs AS job
-             WHERE job.status = 'pending' AND job.queue > walk.queue
-             ORDER BY job.queue, 2 LIMIT 1)
+             WHERE job.status = 'pending' AND job.queue > walk.queue AND NOT walk.wrapped
+             ORDER BY job.queue, 2, 3 LIMIT 1)
            UNION ALL
-           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), true
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), job.id, true
               FROM ONLY @extschema@.send_jobs AS job
-             WHERE job.status = 'pending' AND NOT walk.wrapped
-             ORDER BY job.queue, 2 LIMIT 1)
+             WHERE job.status = 'pending' AND job.queue <= start.queue AND NOT walk.wrapped
+             ORDER BY job.queue, 2, 3 LIMIT 1)
+           UNION ALL
+           (SELECT job.queue, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority), job.id, true
+              FROM ONLY @extschema@.send_jobs AS job
+             WHERE job.status = 'pending' AND job.queue > walk.queue AND job.queue <= start.queue AND walk.wrapped
+             ORDER BY job.queue, 2, 3 LIMIT 1)
            LIMIT 1) AS next
-     WHERE NOT (next.wrapped AND (next.queue > start.queue OR (next.queue = start.queue AND NOT start.after)))
+     -- a session's first queue ends its first turn (the cursor's queue ends every other)
+     WHERE NOT (next.queue = start.queue AND NOT start.after)
 ),
 -- The jobs in flight of each limited queue, counted once (the rows with a lease are few:
 -- workers x batch), when the walk first passes a limited queue: a count per queue read
@@ -72,7 +77,7 @@ held AS MATERIALIZED (
      GROUP BY held.queue
 ),
 reached AS MATERIALIZED (
-    SELECT walk.queue, walk.step FROM walk
+    SELECT walk.queue, walk.head, walk.head_id, walk.step FROM walk
      WHERE walk.head <= pg_catalog.timezone(interval '0', $1)
        AND walk.queue <> ALL ($5)
        -- nor a limited queue whose settings allow none in this snapshot (paused, out
@@ -88,12 +93,12 @@ reached AS MATERIALIZED (
      LIMIT $2
 ),
 turn AS MATERIALIZED (
-    SELECT reached.queue, reached.step, reached.queue = ANY ($6) AS kept,
+    SELECT reached.queue, reached.head, reached.head_id, reached.step, reached.queue = ANY ($6) AS kept,
            $2 / counted.queues + (pg_catalog.row_number() OVER (ORDER BY reached.step) <= $2 % counted.queues)::int4 AS jobs
       FROM reached CROSS JOIN (SELECT pg_catalog.count(*) AS queues FROM reached) AS counted
 ),
 shares AS MATERIALIZED (
-    SELECT turn.queue, turn.jobs FROM turn WHERE NOT turn.kept
+    SELECT turn.queue, turn.head, turn.head_id, turn.jobs FROM turn WHERE NOT turn.kept
 ),
 -- The places this statement fills: the shares it claims, or with no queue reached, $2.
 wanted AS MATERIALIZED (
@@ -108,10 +113,13 @@ pending AS MATERIALIZED (
         SELECT ctid AS tid, id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
           FROM ONLY @extschema@.send_jobs AS job
          WHERE status = 'pending'
-           -- the queue as a range, not "=": estimated from statistics that knew one
-           -- queue (or none of a burst), "=" made the plan read another index through
-           -- other queues' backlogs (decision 0019)
-           AND job.queue >= share.queue AND job.queue <= share.queue
+           -- from the head the walk found: the entries before it (jobs claimed since
+           -- the last vacuum) are read once a claim, by the walk (decision 0019). A
+           -- range, not "=": estimated from statistics that knew one queue (or none
+           -- of a burst), "=" made the plan read another index through other queues'
+           -- backlogs.
+           AND (job.queue, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority), job.id) >= (share.queue, share.head, share.head_id)
+           AND job.queue <= share.queue
            AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
            AND next_attempt_at <= $1
            AND job.ordering_key IS NULL

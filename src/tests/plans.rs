@@ -216,6 +216,56 @@ mod tests {
         }
     }
 
+    /// Decision 0019: a claim from any queue reads each queue's entries before its head
+    /// (jobs claimed since the last vacuum, dead or not visible) once, by the walk, whose
+    /// steps stop at the queue the turn ends at, and its share's scan starts at the head
+    /// the walk found. Two queues of 300 jobs, 200 of each moved to the end of the claim
+    /// order (their earlier entries stay before the heads, not visible to the statement):
+    /// the claim's scans of send_jobs_pending_queue_idx read about the buffers of a probe
+    /// of the two heads. They read 2.5 times as many when the walk descended past the
+    /// turn's end into the next queue, and each share's scan read its queue from the
+    /// start.
+    #[pg_test]
+    fn a_claim_from_any_queue_reads_each_queues_claimed_entries_once() {
+        run("INSERT INTO send_jobs (queue, payload)
+             SELECT 'q' || (g % 2), '{}' FROM generate_series(1, 600) g;
+             UPDATE send_jobs SET next_attempt_at = now() + interval '1 hour'
+              WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY queue ORDER BY id) AS nth
+                                             FROM send_jobs) AS jobs
+                            WHERE nth <= 200);");
+        prepare_any_queue();
+        // Buffers read by the scans of send_jobs_pending_queue_idx (the claim's writes
+        // read others).
+        fn scans(plan: &serde_json::Value) -> i64 {
+            let own = if plan["Index Name"] == "send_jobs_pending_queue_idx" {
+                plan["Shared Hit Blocks"].as_i64().unwrap_or_default()
+            } else {
+                0
+            };
+            own + plan["Plans"]
+                .as_array()
+                .map_or(0, |children| children.iter().map(scans).sum())
+        }
+        let buffers = |statement: &str| {
+            let explain = one::<pgrx::Json>(&format!(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}"
+            ));
+            scans(&explain.0[0]["Plan"])
+        };
+        let order = "pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)";
+        let heads = buffers(&format!(
+            "SELECT (SELECT id FROM send_jobs WHERE status = 'pending' AND queue = 'q0' ORDER BY queue, {order}, id LIMIT 1),
+                    (SELECT id FROM send_jobs WHERE status = 'pending' AND queue = 'q1' ORDER BY queue, {order}, id LIMIT 1)"
+        ));
+        // After q0: to q1, round to q0, and the turn ends there.
+        let claim =
+            buffers("EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', 'q0', '{}', '{}')");
+        assert!(
+            claim <= heads * 3 / 2,
+            "the claim read {claim} buffers, the probe of the two heads {heads}"
+        );
+    }
+
     /// A sequential scan of the queue (the few rows of sendjobs_queues are read so, and
     /// may be).
     fn any_seq_scan(plan: &serde_json::Value) -> bool {
