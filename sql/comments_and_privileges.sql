@@ -86,6 +86,7 @@ COMMENT ON COLUMN @extschema@.send_jobs.created_at IS 'When the job was enqueued
 COMMENT ON COLUMN @extschema@.send_jobs.finished_at IS 'When the job became terminal; NULL until then.';
 COMMENT ON COLUMN @extschema@.send_jobs.redrive_of IS 'The failed job this one sends again (sendjobs_redrive), or NULL.';
 COMMENT ON COLUMN @extschema@.send_jobs.ordering_key IS 'Jobs that share it are claimed one at a time, in id order: a job waits while an older unfinished job of its key exists, or one of its key is in flight (sendjobs_enqueue), or NULL.';
+COMMENT ON COLUMN @extschema@.send_jobs.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
 COMMENT ON COLUMN @extschema@.send_jobs.priority IS 'Minutes of head start in the claim order: the job is claimed as if it had been due this much earlier (sendjobs_enqueue), 0 by default.';
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
 COMMENT ON STATISTICS @extschema@.send_jobs_claim_order_stats IS 'The claim order''s statistics (the planner reads none of a partial index''s expressions).';
@@ -93,8 +94,8 @@ COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pendin
 COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_held_idx IS 'Ordered keys: a job of the key in flight (jobs with a key and a lease only).';
-COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_idx IS 'Ordered jobs in claim order: the claim''s pass for them (pending jobs with a key only).';
-COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_queue_idx IS 'Ordered jobs by queue: whether a queue has any pending (pending jobs with a key only).';
+COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_queue_idx IS 'Ordered jobs that may be free, by queue in claim order: the claims'' passes for them (pending jobs with a key that do not wait for it only).';
+COMMENT ON INDEX @extschema@.send_jobs_waits_for_key_idx IS 'The jobs that wait for their key, by key, oldest first: what a finish of a job of the key clears (waiting jobs only).';
 COMMENT ON INDEX @extschema@.send_jobs_redrive_of_idx IS 'A failed job is redriven at most once (partial: only redriven jobs have an entry).';
 COMMENT ON CONSTRAINT send_jobs_live_check ON @extschema@.send_jobs IS
     'The row rule (sendjobs_job_state_is_valid): send_jobs itself holds only unfinished jobs (pending, in_flight; a finished job is in send_jobs_finished), a lease and claim time exactly while in_flight, never finished_at, counters in range. Not inherited.';

@@ -80,16 +80,8 @@ CREATE INDEX send_jobs_ordering_key_idx
     ON @extschema@.send_jobs (ordering_key, id) WHERE ordering_key IS NOT NULL;
 CREATE INDEX send_jobs_ordering_key_held_idx
     ON @extschema@.send_jobs (ordering_key) WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
--- Ordered jobs in claim order: the claim's pass for them (claim.sql, variant keyed) and
--- the other passes' probe for whether there are any.
-CREATE INDEX send_jobs_pending_keyed_idx
-    ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
-    WHERE status = 'pending' AND ordering_key IS NOT NULL;
--- Ordered jobs by queue: a claim that names a queue probes it for whether the queue has
--- any (claim.sql's last row; send_jobs_pending_queue_idx would read the queue's whole
--- backlog for it, as plans made without statistics did: src/tests/plans.rs).
-CREATE INDEX send_jobs_pending_keyed_queue_idx
-    ON @extschema@.send_jobs (queue) WHERE status = 'pending' AND ordering_key IS NOT NULL;
+-- (The ordered jobs' own claim index comes after send_jobs_finished, with the column it
+-- leaves out: waits_for_key, below.)
 -- A failed job is redriven at most once (sendjobs_redrive, whose lock on the failed row
 -- keeps it so across this table and send_jobs_finished; this index stands behind it for
 -- the unfinished redrives). Partial: only redriven jobs have an entry, so the claim and
@@ -147,6 +139,29 @@ CREATE INDEX send_jobs_finished_finished_at_idx
 -- among any number of sent ones. A sent job, the common one, writes no entry here.
 CREATE INDEX send_jobs_finished_unsent_idx
     ON @extschema@.send_jobs_finished (finished_at) WHERE status <> 'sent';
+
+-- Ordered jobs that wait behind an earlier job of their key: a claim that found such a job
+-- not free (an older job of its key unfinished, one of its key in flight, its key
+-- stopped) sets this, and the claims of ordered jobs pass over it from then on, until a
+-- job of its key finishes or goes back to pending, or its key is let go: each of those
+-- clears it on the first waiting job of the key and on the job that stops the key. So a
+-- long line under one key is read once, not by every claim
+-- (docs/decisions/0020-ordered-jobs-in-turn-a-line-read-once.md). Added after
+-- send_jobs_finished, as the update from 0.3.1 adds it: the finished table's columns
+-- come in the same order either way. Always false in send_jobs_finished.
+ALTER TABLE @extschema@.send_jobs ADD COLUMN waits_for_key boolean NOT NULL DEFAULT false;
+-- Ordered jobs that may be free, by queue in claim order: the claims' passes for them
+-- (claim_keyed.sql), and the other passes' probe for
+-- whether there are any (send_jobs_pending_queue_idx would read a queue's whole backlog
+-- for it, as plans made without statistics did: src/tests/plans.rs). Only ordered jobs
+-- that do not wait have entries.
+CREATE INDEX send_jobs_pending_keyed_queue_idx
+    ON @extschema@.send_jobs (queue, (pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
+    WHERE status = 'pending' AND ordering_key IS NOT NULL AND NOT waits_for_key;
+-- The waiting jobs of a key, oldest first: what a finish of one of its jobs clears
+-- (key_waits_clear.sql). Only waiting jobs have entries.
+CREATE INDEX send_jobs_waits_for_key_idx
+    ON @extschema@.send_jobs (ordering_key, id) WHERE waits_for_key;
 
 COMMENT ON TABLE @extschema@.send_jobs_finished IS
     'sendjobs: the finished jobs (sent, failed, cancelled), moved here from send_jobs when they finish; read them through send_jobs';

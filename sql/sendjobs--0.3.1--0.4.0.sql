@@ -1,9 +1,11 @@
 -- sendjobs 0.3.1 -> 0.4.0: fair claims across queues (CHANGELOG.md; decision 0019).
 -- A claim from any queue serves the queues with due jobs in turn, each its share of the
 -- batch: the library does it. In the catalog: sendjobs_claim's comment, every C function
--- rebound to this release's library, and the index and settings rows below.
--- An index of the ordered jobs by queue (send_jobs_pending_keyed_queue_idx), built under
--- the lock below.
+-- rebound to this release's library, and the column, indexes and settings rows below.
+-- Ordered jobs that wait for their key (decision 0020): a column of send_jobs and of
+-- send_jobs_finished (no row is rewritten: a constant default), the ordered jobs' claim
+-- index by queue in claim order, without the waiting ones, in place of the one in claim
+-- order, and an index of the waiting ones, built under the lock below.
 -- Queue names: a new queue's name may no longer hold a character Unicode draws as nothing
 -- (src/queue_names.rs, decision 0018); each queue that exists under such a name gets a
 -- settings row with the defaults, so it goes on as before. For that it reads send_jobs
@@ -23,11 +25,21 @@ SELECT DISTINCT job.queue
            OPERATOR(pg_catalog.||) '\U000e0000\U000e0002-\U000e001f\U000e0080-\U000e0fff]')
 ON CONFLICT (queue) DO NOTHING;
 
--- Ordered jobs by queue, for a claim that names a queue (sql/schema.sql says why): built
--- under the same lock, from the pending jobs with a key (a read of send_jobs itself).
+-- Ordered jobs that wait for their key (sql/schema.sql says why): the column, after the
+-- finished table's own columns there as in a fresh install; the claim's index of the
+-- ordered jobs by queue, and of the waiting ones, built under the same lock from the
+-- pending jobs with a key (none waits yet: the first claims of ordered jobs mark them).
+ALTER TABLE @extschema@.send_jobs ADD COLUMN waits_for_key boolean NOT NULL DEFAULT false;
+DROP INDEX @extschema@.send_jobs_pending_keyed_idx;
 CREATE INDEX send_jobs_pending_keyed_queue_idx
-    ON @extschema@.send_jobs (queue) WHERE status = 'pending' AND ordering_key IS NOT NULL;
-COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_queue_idx IS 'Ordered jobs by queue: whether a queue has any pending (pending jobs with a key only).';
+    ON @extschema@.send_jobs (queue, (pg_catalog.timezone(interval '0', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL AND NOT waits_for_key;
+CREATE INDEX send_jobs_waits_for_key_idx
+    ON @extschema@.send_jobs (ordering_key, id) WHERE waits_for_key;
+COMMENT ON COLUMN @extschema@.send_jobs.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
+COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_queue_idx IS 'Ordered jobs that may be free, by queue in claim order: the claims'' passes for them (pending jobs with a key that do not wait for it only).';
+COMMENT ON INDEX @extschema@.send_jobs_waits_for_key_idx IS 'The jobs that wait for their key, by key, oldest first: what a finish of a job of the key clears (waiting jobs only).';
 
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
     'Claims up to batch jobs (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired. From one queue, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. From any queue (queue NULL), the queues with due jobs in turn, each an even share of the batch, each in its claim order: one queue''s backlog never holds another''s due jobs (invariant 21). Each job becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';

@@ -12,6 +12,7 @@ use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::fair_share;
 use crate::fence::lease_or_default;
 use crate::flow::{self, Lock};
+use crate::key_waits;
 use crate::spi_plans::{queue_relation_oids, Planning};
 use crate::stamp::{Stamp, TransactionLink};
 use crate::statements::{statement, Statement};
@@ -32,8 +33,9 @@ static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue")
 // lock (exact) or checking each row against the settings (checked).
 pub(crate) static CLAIM_SHARES_EXACT: Statement = statement!("claim_shares.sql", "exact");
 static CLAIM_SHARES_CHECKED: Statement = statement!("claim_shares.sql", "checked");
-// Ordered jobs, after the turn of such claims (src/turns.rs).
-static CLAIM_KEYED: Statement = statement!("claim.sql", "keyed");
+// Ordered jobs in the places the other passes left in their queues, after the turn of
+// such claims (src/turns.rs).
+pub(crate) static CLAIM_KEYED: Statement = statement!("claim_keyed.sql");
 // Jobs that gave up, finished as failed under the claim's row locks.
 static GIVE_UP: Statement = statement!("give_up.sql");
 static UNSTAMPED_NOTE: Statement = statement!("unstamped_note.sql");
@@ -86,7 +88,7 @@ fn claim_one_queue(
     batch: usize,
     now: TimestampWithTimeZone,
     lease: Interval,
-    limited: flow::Limited,
+    mut limited: flow::Limited,
 ) -> Result<Vec<Job>> {
     let mut claimed = Vec::with_capacity(batch);
     let mut gave_up = Vec::new();
@@ -97,7 +99,6 @@ fn claim_one_queue(
             Round {
                 claim: &CLAIM_ONE_QUEUE,
                 queue: Some(queue),
-                other_than: None,
                 planning: Planning::IndexOrdered,
             }
         } else {
@@ -106,7 +107,6 @@ fn claim_one_queue(
             Round {
                 claim: &CLAIM_OTHER_QUEUES,
                 queue: Some(queue),
-                other_than: Some(limited.queues.clone()),
                 planning: Planning::ForTheValues,
             }
         };
@@ -123,18 +123,12 @@ fn claim_one_queue(
     }
     // The jobs that gave up are stamped once the settings lock is released: a stamp
     // runs the linked table's code and may wait on its rows.
-    flow::first_pass_done(&limited);
+    flow::first_pass_done(&mut limited);
     finish_gave_up(client, &mut gave_up)?;
     if keyed && claimed.len() < batch {
-        claim_keyed(
-            client,
-            Some(queue),
-            &[],
-            batch,
-            lease,
-            &mut claimed,
-            &mut gave_up,
-        )?;
+        in_read_committed(|| "ordered jobs".into())?;
+        let places = batch - claimed.len();
+        claim_keyed(client, &[(queue.to_owned(), places)], lease, &mut claimed)?;
     }
     if is_limited {
         claim_limited(
@@ -151,41 +145,43 @@ fn claim_one_queue(
 }
 
 /// A claim from any queue serves the queues with due jobs in turn, each its share of the
-/// batch (src/fair_share.rs; decision 0019): first those without flow control, in one
-/// statement under the settings lock, places kept for the limited queues the turn reaches;
-/// then ordered jobs; then the limited queues reached, each under its lock (skipped when
-/// another claim holds it, so two such claims never wait on each other); and the places
-/// they left go round again. Under REPEATABLE READ and SERIALIZABLE, where the turn of a
-/// limited queue is refused, the limited queues are left to the end (as before 0.4.0).
+/// batch (src/fair_share.rs; decision 0019): first their jobs without a key, in one
+/// statement under the settings lock, places kept for the limited queues the turn reaches,
+/// and the places a queue left to its ordered jobs (claim_keyed.sql); then the limited
+/// queues reached, each under its lock (skipped when another claim holds it, so two such
+/// claims never wait on each other); and the places they left go round again. Under
+/// REPEATABLE READ and SERIALIZABLE, where the turn of a limited queue is refused, the
+/// limited queues are left to the end (as before 0.4.0), and so are ordered jobs.
 fn claim_any_queue(
     client: &mut SpiClient<'_>,
     batch: usize,
     now: TimestampWithTimeZone,
     lease: Interval,
-    limited: flow::Limited,
+    mut limited: flow::Limited,
 ) -> Result<Vec<Job>> {
     let mut claimed = Vec::with_capacity(batch);
     let mut gave_up = Vec::new();
     let keep_places = flow::read_committed();
+    let limited_queues = limited.queues.clone();
     let mut turn = Turn {
-        limited: &limited.queues,
+        limited: &limited_queues,
         passed: if keep_places {
             limited.paused.clone()
         } else {
             limited.queues.clone()
         },
         kept: Vec::new(),
+        keyed_left: false,
     };
     let mut statement = if limited.exact() {
         &CLAIM_SHARES_EXACT
     } else {
         &CLAIM_SHARES_CHECKED
     };
-    let mut first = true;
     let mut tried = Vec::new();
     // One queue alone with pending jobs, as this backend last saw: claimed in one pass
     // without the walk, while that holds (claim.sql's only_queue checks it).
-    let mut alone = None;
+    let mut alone = false;
     if let (true, true, Some(only)) = (
         limited.exact(),
         limited.queues.is_empty(),
@@ -194,7 +190,6 @@ fn claim_any_queue(
         let round = Round {
             claim: &CLAIM_ONLY_QUEUE,
             queue: Some(&only),
-            other_than: None,
             planning: Planning::IndexOrdered,
         };
         let left = claim_rounds(
@@ -209,69 +204,60 @@ fn claim_any_queue(
         if left.others {
             fair_share::others_seen();
         } else {
-            alone = Some(left.keyed);
+            alone = true;
+            flow::first_pass_done(&mut limited);
+            finish_gave_up(client, &mut gave_up)?;
+            if left.keyed && claimed.len() < batch {
+                turn.fill_keyed(
+                    client,
+                    &[(only, batch - claimed.len())],
+                    lease,
+                    &mut claimed,
+                )?;
+            }
         }
     }
-    loop {
-        let keyed = match alone.take() {
-            Some(keyed) => keyed,
-            None => serve_in_turn(
+    if !alone {
+        loop {
+            serve_in_turn(
                 client,
                 statement,
                 &mut turn,
+                &mut limited,
                 batch,
                 now,
                 lease,
                 &mut claimed,
                 &mut gave_up,
-            )?,
-        };
-        if first {
-            flow::first_pass_done(&limited);
-            finish_gave_up(client, &mut gave_up)?;
-            // Ordered jobs, in the places the limited queues do not hold.
-            let places = batch - claimed.len() - turn.kept_places();
-            if keyed && places > 0 {
-                let upto = claimed.len() + places;
-                claim_keyed(
-                    client,
-                    None,
-                    &limited.queues,
-                    upto,
-                    lease,
-                    &mut claimed,
-                    &mut gave_up,
-                )?;
-            }
-            first = false;
+            )?;
             statement = &CLAIM_SHARES_CHECKED;
-        }
-        if turn.kept.is_empty() {
-            break;
-        }
-        for (queue, share) in std::mem::take(&mut turn.kept) {
-            let wanted = share.min(batch - claimed.len());
-            if wanted > 0 {
-                claim_limited(
-                    client,
-                    &queue,
-                    wanted,
-                    Lock::Skip,
-                    lease,
-                    &mut claimed,
-                    &mut gave_up,
-                )?;
+            if turn.kept.is_empty() {
+                break;
             }
-            tried.push(queue);
-        }
-        if claimed.len() == batch {
-            break;
+            for (queue, share) in std::mem::take(&mut turn.kept) {
+                let wanted = share.min(batch - claimed.len());
+                if wanted > 0 {
+                    claim_limited(
+                        client,
+                        &queue,
+                        wanted,
+                        Lock::Skip,
+                        lease,
+                        &mut claimed,
+                        &mut gave_up,
+                    )?;
+                }
+                tried.push(queue);
+            }
+            if claimed.len() == batch {
+                break;
+            }
         }
     }
     // Places still free: the limited queues the turn did not reach, in name order (their
     // expired leases, which only their own pass takes, and work for places nothing else
     // fills), as every claim from any queue did before 0.4.0.
-    for queue in limited.queues.iter().filter(|q| !tried.contains(q)) {
+    for queue in limited_queues.iter().filter(|q| !tried.contains(q)) {
         let wanted = batch - claimed.len();
         if wanted == 0 {
             break;
@@ -285,6 +271,11 @@ fn claim_any_queue(
             &mut claimed,
             &mut gave_up,
         )?;
+    }
+    // Ordered jobs left to the end under REPEATABLE READ and SERIALIZABLE: their turn is
+    // refused there, as when a claim of 0.3.1 came to them.
+    if turn.keyed_left && claimed.len() < batch {
+        in_read_committed(|| "ordered jobs".into())?;
     }
     // Jobs a later round gave up on, stamped now (the first round's were, after its pass).
     finish_gave_up(client, &mut gave_up)?;
@@ -300,35 +291,56 @@ struct Turn<'a> {
     passed: Vec<String>,
     /// The limited queues reached, with the places kept for each.
     kept: Vec<(String, usize)>,
+    /// Ordered jobs were left to the end (REPEATABLE READ, SERIALIZABLE).
+    keyed_left: bool,
 }
 
 impl Turn<'_> {
     fn kept_places(&self) -> usize {
         self.kept.iter().map(|(_, places)| places).sum()
     }
+
+    /// Ordered jobs in the places that queues left to them (`shares`: queue and places),
+    /// after the turn of such claims (claim_keyed.sql); under REPEATABLE READ and
+    /// SERIALIZABLE, left to the end. Returns the queues that filled their places.
+    fn fill_keyed(
+        &mut self,
+        client: &mut SpiClient<'_>,
+        shares: &[(String, usize)],
+        lease: Interval,
+        claimed: &mut Vec<Job>,
+    ) -> Result<Vec<String>> {
+        if !flow::read_committed() {
+            self.keyed_left = true;
+            return Ok(Vec::new());
+        }
+        claim_keyed(client, shares, lease, claimed)
+    }
 }
 
 /// Fills the claim's places with the shares of the queues the turn reaches, round after
-/// round (claim_shares.sql): a queue short of its share (empty, or its rows locked by
-/// other claims) is passed over from then on, so each round that does not fill the
-/// places passes over one more queue, and the walk ends. Returns whether ordered jobs
-/// are pending.
+/// round (claim_shares.sql), each queue's places its jobs without a key could not fill
+/// going to its ordered jobs (`Turn::fill_keyed`): a queue short of its share (empty, or
+/// its rows locked by other claims) is passed over from then on, so each round that does
+/// not fill the places passes over one more queue, and the walk ends. The settings lock
+/// (`limited`) is released after the first round's statement, the one it is taken for.
 #[allow(clippy::too_many_arguments)]
 fn serve_in_turn(
     client: &mut SpiClient<'_>,
     statement: &Statement,
     turn: &mut Turn<'_>,
+    limited: &mut flow::Limited,
     batch: usize,
     now: TimestampWithTimeZone,
     lease: Interval,
     claimed: &mut Vec<Job>,
     gave_up: &mut GaveUp,
-) -> Result<bool> {
-    let mut keyed = false;
+) -> Result<()> {
+    let mut statement = statement;
     loop {
         let places = batch - claimed.len() - turn.kept_places();
         if places == 0 {
-            return Ok(keyed);
+            return Ok(());
         }
         let place = fair_share::place();
         let rows = statement.run_planned(
@@ -345,10 +357,10 @@ fn serve_in_turn(
         )?;
         let before = claimed.len() + gave_up.len();
         let rows = ClaimRows::read(statement, rows, true)?;
-        keyed |= rows.keyed;
+        flow::first_pass_done(limited);
+        statement = &CLAIM_SHARES_CHECKED;
         let reached = rows.reached.len();
         let mut wanted = if reached == 0 { places } else { 0 };
-        let mut every_reached_passed = true;
         if let Some((queue, _)) = rows.reached.last() {
             // The walk came round to the queue it started after, alone: no other queue
             // had a due job (src/fair_share.rs tries only_queue next).
@@ -357,53 +369,93 @@ fn serve_in_turn(
             }
             fair_share::reached(queue.clone());
         }
+        claimed.extend(rows.jobs);
+        let gave_up_now = !rows.giving_up.is_empty();
+        let let_go = give_up(client, rows.giving_up, now, gave_up)?.1;
+        // Stamped now the settings lock is released.
+        finish_gave_up(client, gave_up)?;
+        // The places short queues left, to their ordered jobs (to any queue's, when jobs
+        // that waited for the keys of those that gave up were let go after the statement
+        // looked).
+        let keyed: Vec<(String, usize)> = rows
+            .short
+            .iter()
+            .filter(|short| short.keyed || let_go)
+            .map(|short| (short.queue.clone(), short.places_left))
+            .collect();
+        let filled = if keyed.is_empty() {
+            Vec::new()
+        } else {
+            turn.fill_keyed(client, &keyed, lease, claimed)?
+        };
+        let mut every_reached_passed = true;
         for (queue, share) in rows.reached {
+            let short = rows.short.iter().any(|short| short.queue == queue);
             if !turn.limited.contains(&queue) {
                 wanted += share;
-                every_reached_passed &= rows.short.contains(&queue);
+                every_reached_passed &= short && !filled.contains(&queue);
             }
             if turn.limited.contains(&queue) {
                 turn.kept.push((queue.clone(), share));
                 turn.passed.push(queue);
-            } else if rows.short.contains(&queue) && rows.giving_up.is_empty() {
+            } else if short && !filled.contains(&queue) && !gave_up_now {
                 // Jobs that gave up took places the pending rows of a short queue may have
                 // lost in the merge: then it is not passed over, and reached again.
                 turn.passed.push(queue);
             }
         }
-        claimed.extend(rows.jobs);
-        give_up(client, rows.giving_up, now, gave_up)?;
         let took = claimed.len() + gave_up.len() - before;
         // Nothing more to take: fewer expired leases than the places were left, and the
         // walk reached every queue it could (fewer than the places), each passed over now.
         if took < wanted && reached < places && every_reached_passed {
-            return Ok(keyed);
+            return Ok(());
         }
     }
 }
 
-/// Ordered jobs, after the turn of such claims, in a snapshot that sees every one that
-/// committed (src/turns.rs): from `queue` or any queue but the `limited` ones, until
-/// `claimed` holds `batch`.
+/// Ordered jobs in the places other passes left in `shares` (queue and places), after the
+/// turn of such claims, in a snapshot that sees every one that committed (src/turns.rs;
+/// claim_keyed.sql: no expired lease, so none gives up). Returns the queues that filled
+/// their places.
 fn claim_keyed(
     client: &mut SpiClient<'_>,
-    queue: Option<&str>,
-    limited: &[String],
-    batch: usize,
+    shares: &[(String, usize)],
     lease: Interval,
     claimed: &mut Vec<Job>,
-    gave_up: &mut GaveUp,
-) -> Result<()> {
-    in_read_committed(|| "ordered jobs".into())?;
+) -> Result<Vec<String>> {
     turns::take_keyed_turn(queue_relation_oids(client)?.0);
-    let round = Round {
-        claim: &CLAIM_KEYED,
-        queue,
-        other_than: (!limited.is_empty()).then(|| limited.to_vec()),
-        planning: Planning::IndexOrdered,
-    };
-    claim_rounds(client, &round, batch, wall_clock(), lease, claimed, gave_up)?;
-    finish_gave_up(client, gave_up)
+    let (queues, places): (Vec<String>, Vec<i64>) = shares
+        .iter()
+        .map(|(queue, places)| (queue.clone(), *places as i64))
+        .unzip();
+    let statement = &CLAIM_KEYED;
+    let rows = statement.run_planned(
+        client,
+        &[
+            wall_clock().into(),
+            lease.into(),
+            queues.into(),
+            places.into(),
+        ],
+        Planning::IndexOrdered,
+    )?;
+    let [job, id, claim_order, queue, places_left] =
+        ["job", "id", "claim_order", "queue", "places_left"].map(|c| statement.ordinal(c));
+    let mut jobs = Vec::new();
+    let mut filled = Vec::new();
+    for row in rows {
+        if let Some(job) = row.get::<Job>(job)? {
+            let order = row
+                .get::<Timestamp>(claim_order)?
+                .map(Timestamp::into_inner);
+            jobs.push(((order, row.get::<i64>(id)?), job));
+        } else if row.get::<i64>(places_left)? == Some(0) {
+            filled.extend(row.get::<String>(queue)?);
+        }
+    }
+    jobs.sort_unstable_by_key(|(order, _)| *order);
+    claimed.extend(jobs.into_iter().map(|(_, job)| job));
+    Ok(filled)
 }
 
 /// Up to `wanted` jobs of `queue`, which has flow control: what its settings allow, under
@@ -428,7 +480,6 @@ fn claim_limited(
     let round = Round {
         claim: &CLAIM_LIMITED_QUEUE,
         queue: Some(queue),
-        other_than: None,
         planning: Planning::IndexOrdered,
     };
     claim_rounds(
@@ -460,7 +511,6 @@ fn in_read_committed(what: impl FnOnce() -> String) -> Result<()> {
 struct Round<'a> {
     claim: &'a Statement,
     queue: Option<&'a str>,
-    other_than: Option<Vec<String>>,
     planning: Planning,
 }
 
@@ -473,12 +523,21 @@ struct Left {
     others: bool,
 }
 
+/// A queue short of its share (claim_shares.sql).
+struct Short {
+    queue: String,
+    /// The places it left.
+    places_left: usize,
+    /// It has ordered jobs that may be free, for those places.
+    keyed: bool,
+}
+
 /// The rows of one run of a claim statement (claim.sql, claim_shares.sql).
 struct ClaimRows {
     /// The jobs claimed, in claim order.
     jobs: Vec<Job>,
     /// The queues short of their share (claim_shares.sql).
-    short: Vec<String>,
+    short: Vec<Short>,
     /// The queues the walk reached, in its order, with their shares (claim_shares.sql).
     reached: Vec<(String, usize)>,
     /// The jobs found with every attempt used, still locked.
@@ -521,12 +580,17 @@ impl ClaimRows {
                 turn.filter(|[queue, ..]| matches!(row.get::<String>(*queue), Ok(Some(_))))
             {
                 let name = row.get::<String>(queue)?.unwrap_or_default();
+                let share =
+                    usize::try_from(row.get::<i64>(share)?.unwrap_or_default()).unwrap_or(0);
                 if row.get::<bool>(short)? == Some(true) {
-                    read.short.push(name);
+                    read.short.push(Short {
+                        queue: name,
+                        places_left: share,
+                        keyed: row.get::<bool>(keyed)? == Some(true),
+                    });
                 } else {
                     let at = row.get::<i64>(step)?.unwrap_or_default();
-                    let share = row.get::<i64>(share)?.unwrap_or_default();
-                    steps.push((at, name, usize::try_from(share).unwrap_or(0)));
+                    steps.push((at, name, share));
                 }
             } else if row.get::<bool>(gave_up_flag)? == Some(true) {
                 read.giving_up.extend(row.get::<i64>(id)?);
@@ -573,20 +637,15 @@ fn claim_rounds(
         let wanted = (batch - claimed.len()) as i64;
         let rows = round.claim.run_planned(
             client,
-            &[
-                now.into(),
-                wanted.into(),
-                lease.into(),
-                round.queue.into(),
-                round.other_than.clone().into(),
-            ],
+            &[now.into(), wanted.into(), lease.into(), round.queue.into()],
             round.planning,
         )?;
         let rows = ClaimRows::read(round.claim, rows, false)?;
         left.keyed |= rows.keyed;
         left.others |= rows.others;
         claimed.extend(rows.jobs);
-        let finished = give_up(client, rows.giving_up, now, gave_up)?;
+        // The next round sees the jobs that waited for the keys of those that gave up.
+        let (finished, _) = give_up(client, rows.giving_up, now, gave_up)?;
         if finished == 0 || claimed.len() == batch {
             return Ok(left);
         }
@@ -594,15 +653,17 @@ fn claim_rounds(
 }
 
 /// Finishes as failed the jobs a claim found with every attempt used under an expired
-/// lease, which that claim still holds locked (give_up.sql). Returns how many finished.
+/// lease, which that claim still holds locked (give_up.sql), and lets the jobs that waited
+/// for their keys go (src/key_waits.rs). Returns how many finished, and whether some had
+/// a key.
 fn give_up(
     client: &mut SpiClient<'_>,
     ids: Vec<i64>,
     now: TimestampWithTimeZone,
     gave_up: &mut GaveUp,
-) -> Result<usize> {
+) -> Result<(usize, bool)> {
     if ids.is_empty() {
-        return Ok(0);
+        return Ok((0, false));
     }
     let before = gave_up.len();
     let mut failed_keys = Vec::new();
@@ -617,8 +678,11 @@ fn give_up(
         }
         gave_up.push((id, row.get_by_name::<String, _>("transaction_id")?));
     }
+    let keys: Vec<String> = failed_keys.iter().map(|(key, _, _)| key.clone()).collect();
+    let let_go = !keys.is_empty();
     flow::stop_failed_keys(client, failed_keys)?;
-    Ok(gave_up.len() - before)
+    key_waits::clear(client, keys)?;
+    Ok((gave_up.len() - before, let_go))
 }
 
 /// Stamps the business rows of the jobs that gave up, and wakes what their finish frees.

@@ -10,6 +10,7 @@ use crate::config;
 use crate::errors::{distinct_id, finite, or_raise, required, Result, SendJobsError};
 use crate::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
 use crate::flow;
+use crate::key_waits;
 use crate::stamp::{stamp_each, Stamp};
 use crate::statements::{statement, Statement};
 use crate::wakeup;
@@ -227,6 +228,7 @@ fn finalize(
                 SendJobsError::Internal("a claim that did not apply was not looked up".into())
             })?;
         flow::stop_failed_keys(client, std::mem::take(&mut finished.failed_keys))?;
+        key_waits::clear(client, std::mem::take(&mut finished.keys))?;
         // In the call's order, as the claims were given.
         finished.to_stamp.sort_by_key(|(slot, _)| *slot);
         let to_stamp: Vec<(Stamp, String)> = finished
@@ -276,6 +278,9 @@ struct Finished {
     freed: Vec<String>,
     /// The jobs with an ordering key that failed for good (their key may stop).
     failed_keys: Vec<flow::FailedKey>,
+    /// The ordering keys of the jobs finished or retried: the jobs that waited for them
+    /// may be free now (src/key_waits.rs).
+    keys: Vec<String>,
 }
 
 impl Pass<'_> {
@@ -342,13 +347,15 @@ impl Pass<'_> {
                     }
                 }
             }
-            if status == "failed" {
-                if let (Some(key), Some(queue)) = (
-                    row.get::<String>(key_column)?,
-                    row.get::<String>(queue_column)?,
-                ) {
-                    finished.failed_keys.push((key, claims[slot].0, queue));
+            if let Some(key) = row.get::<String>(key_column)? {
+                if status == "failed" {
+                    if let Some(queue) = row.get::<String>(queue_column)? {
+                        finished
+                            .failed_keys
+                            .push((key.clone(), claims[slot].0, queue));
+                    }
                 }
+                finished.keys.push(key);
             }
             let stamp = Stamp::of_status(&status);
             if stamp.is_some() && finished.readers.is_none() {

@@ -12,6 +12,7 @@ use pgrx::{register_xact_callback, PgXactCallbackEvent};
 
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
+use crate::key_waits;
 use crate::queue_names::readable_or_known;
 use crate::spi_plans::settings_relation;
 use crate::statements::{first, statement, Statement};
@@ -157,7 +158,11 @@ fn sendjobs_unblock_key(ordering_key: Option<&str>) -> bool {
 fn unblock_key(ordering_key: Option<&str>) -> Result<bool> {
     let key = required(ordering_key, "ordering_key")?;
     Spi::connect_mut(|client| {
-        Ok(first::<bool>(KEY_UNBLOCK.run(client, &[key.into()])?, "stopped")? == Some(true))
+        let stopped =
+            first::<bool>(KEY_UNBLOCK.run(client, &[key.into()])?, "stopped")? == Some(true);
+        // Its next job may be free now (src/key_waits.rs).
+        key_waits::clear(client, vec![key.to_owned()])?;
+        Ok(stopped)
     })
 }
 
@@ -464,11 +469,12 @@ pub fn read_committed() -> bool {
     unsafe { pg_sys::XactIsoLevel < pg_sys::XACT_REPEATABLE_READ as i32 }
 }
 
-/// Releases the settings lock a claim took for its first pass (`limited_queues`).
-pub fn first_pass_done(limited: &Limited) {
-    if let Some(tag) = &limited.held {
+/// Releases the settings lock a claim took for its first pass (`limited_queues`), if it
+/// still holds it.
+pub fn first_pass_done(limited: &mut Limited) {
+    if let Some(tag) = limited.held.take() {
         // SAFETY: the lock limited_queues took in this transaction, released once.
-        unsafe { pg_sys::LockRelease(tag, pg_sys::AccessShareLock as pg_sys::LOCKMODE, false) };
+        unsafe { pg_sys::LockRelease(&tag, pg_sys::AccessShareLock as pg_sys::LOCKMODE, false) };
     }
 }
 

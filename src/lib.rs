@@ -20,6 +20,7 @@ mod finalize;
 mod flow;
 mod guard;
 mod job_state;
+mod key_waits;
 mod link;
 mod majors;
 mod outbox;

@@ -1,5 +1,6 @@
 //! The extension's own heavyweight locks: the settings lock of sendjobs_queues
-//! (src/flow.rs) and the turn of the claims that take ordered jobs.
+//! (src/flow.rs) and the turn of the claims that take ordered jobs, which the finishes of
+//! ordered jobs hold off (src/key_waits.rs).
 //!
 //! Each is an object lock on one of the extension's relations with a sub-id of its own
 //! (pg_locks: locktype `object`, classid `pg_class`, objsubid 1). No SQL command takes
@@ -30,17 +31,23 @@ pub fn extension_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
 /// Waits for the turn of the claims that take ordered jobs and holds it to the end of the
 /// transaction: the lock of `send_jobs` (`relation`) in the exclusive mode. The pass that
 /// follows runs in a snapshot taken after the turn, and sees every claim of an ordered job
-/// that committed before it (docs/decisions/0013-flow-control-in-the-claim.md).
+/// that committed before it (docs/decisions/0013-flow-control-in-the-claim.md), and every
+/// finish of one (`hold_off_keyed_claims`).
 pub fn take_keyed_turn(relation: pg_sys::Oid) {
+    wait_for(relation, pg_sys::ExclusiveLock);
+}
+
+/// Waits for the claims of ordered jobs in progress and keeps new ones off until the end of
+/// the transaction: the same lock in the row-exclusive mode, which such claims' turn
+/// conflicts with and other finishes do not. A finish of an ordered job takes it before
+/// it lets the jobs that waited for it go (src/key_waits.rs: decision 0020 says why).
+pub fn hold_off_keyed_claims(relation: pg_sys::Oid) {
+    wait_for(relation, pg_sys::RowExclusiveLock);
+}
+
+fn wait_for(relation: pg_sys::Oid, mode: u32) {
     let tag = extension_lock(relation);
     // SAFETY: a transaction-level lock, waited for (interruptibly, under the caller's
     // lock_timeout and statement_timeout), released at the transaction's end.
-    unsafe {
-        pg_sys::LockAcquire(
-            &tag,
-            pg_sys::ExclusiveLock as pg_sys::LOCKMODE,
-            false,
-            false,
-        )
-    };
+    unsafe { pg_sys::LockAcquire(&tag, mode as pg_sys::LOCKMODE, false, false) };
 }

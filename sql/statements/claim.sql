@@ -1,4 +1,4 @@
---- params: now timestamptz, batch int8, lease interval, queue text, other_than text[]
+--- params: now timestamptz, batch int8, lease interval, queue text
 --- columns: job, gave_up, id, claim_order, keyed, others
 -- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in one statement.
 -- An expired lease on a job that has used all its attempts is not claimed: the job
@@ -13,8 +13,7 @@
 -- A claim from any queue runs claim_shares.sql, each queue its share (decision 0019),
 -- or, while one queue alone has pending jobs, only_queue: from any queue, in claim order,
 -- as long as no other queue $4 has pending jobs (its last row says when one has, and
--- then it took no pending job); the other variants claim from queue $4 alone (keyed:
--- or from any queue). Flow control
+-- then it took no pending job); the other variants claim from queue $4 alone. Flow control
 -- (docs/decisions/0013-flow-control-in-the-claim.md): src/claim.rs knows which queues
 -- have any (paused, max_in_flight, rate: "limited"; src/flow.rs keeps the list, current
 -- under the settings lock). Without any in $4, it runs one_queue, whose scans and plans
@@ -22,11 +21,10 @@
 -- committing and the list may be stale (the settings of $4 are checked again in its
 -- own snapshot), planned for the values; and limited_queue, from queue $4 with flow
 -- control, whose settings row the caller holds locked and whose allowance it passes as
--- $2 (src/flow.rs). And ordered jobs (a job with an ordering key): one_queue,
--- other_queues and claim_shares.sql leave them to the variant keyed (from $4, or from
--- every queue but those in $5), run after a lock that makes such claims take turns
--- (src/claim.rs); limited_queue takes them itself, under its queue's lock. Only keyed
--- reads $5.
+-- $2 (src/flow.rs). And ordered jobs (a job with an ordering key): only_queue,
+-- one_queue and other_queues leave them to claim_keyed.sql, run after
+-- a lock that makes such claims take turns (src/claim.rs); limited_queue takes them
+-- itself, under its queue's lock, but for those that wait for their key (decision 0020).
 --
 -- Two index-ordered branches instead of one OR predicate (under ORDER BY ... LIMIT an OR
 -- makes Postgres sort every eligible row): pending rows come from send_jobs_pending_idx
@@ -83,28 +81,21 @@ pending AS MATERIALIZED (
        AND queue = $4
        AND job.ordering_key IS NULL
        -- one test, before the scan, of the queue named (the list may be stale: src/flow.rs;
-       -- a test on each row, as keyed makes, became on 15 a hash join over the queue's
-       -- whole backlog, 999,960 entries for a claim of 10: src/tests/plans.rs)
+       -- a test on each row, as claim_shares.sql's checked makes, became on 15 a hash
+       -- join over the queue's whole backlog, 999,960 entries for a claim of 10:
+       -- src/tests/plans.rs)
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS named
                         WHERE named.queue = $4
                           AND (named.paused OR named.max_in_flight IS NOT NULL OR named.rate IS NOT NULL))
---- variant keyed
-       AND job.ordering_key IS NOT NULL
-       AND ($4::text IS NULL OR queue = $4)
-       AND queue <> ALL (coalesce($5, '{}'))
---- variant keyed
-       -- and none that has flow control since $5 was read (its lock is another pass's)
-       AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
-                        WHERE settings.queue = job.queue
-                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
 --- variant limited_queue
        AND queue = $4
---- variant keyed, limited_queue
        -- An ordered job waits for every older unfinished job of its key, and for any of
        -- its key in flight (one of a younger id, enqueued by a transaction that committed
-       -- first). The claims that test this take turns (src/claim.rs: a transaction-level
-       -- lock before this statement, so its snapshot sees every such claim that committed);
-       -- those of a queue with flow control take turns on the queue's lock.
+       -- first). The claims that test this take turns, so that each one's snapshot sees
+       -- every such claim that committed: those of a queue with flow control on the
+       -- queue's lock (this one), the others on a lock of their own (claim_keyed.sql).
+       -- Jobs those found waiting are passed over here too (decision 0020).
+       AND NOT job.waits_for_key
        -- A key stopped by a job that failed for good (sendjobs_blocked_keys, a queue that
        -- blocks its keys) hands out no job but that job's redrive, which goes before the
        -- key's older jobs, until it was sent or cancelled.
@@ -123,7 +114,7 @@ pending AS MATERIALIZED (
                                        OR EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
                                                    WHERE stopping.id = blocked.job_id AND stopping.status = 'failed'))))
 --- end
---- variant only_queue, keyed
+--- variant only_queue
      ORDER BY claim_order, id
 --- variant one_queue, other_queues, limited_queue
      -- in the order of send_jobs_pending_queue_idx, queue first: the one index that
@@ -147,10 +138,6 @@ expired AS MATERIALIZED (
        AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS named
                         WHERE named.queue = $4
                           AND (named.paused OR named.max_in_flight IS NOT NULL OR named.rate IS NOT NULL))
---- variant keyed
-       -- The other passes take the expired leases, ordered jobs' too (a reclaim keeps
-       -- the one job of its key in flight): none here.
-       AND false
 --- variant limited_queue
        AND queue = $4
 --- end
@@ -189,13 +176,13 @@ claimed AS (
 SELECT job, false AS gave_up, id, claim_order, false AS keyed, false AS others FROM claimed
 UNION ALL
 SELECT NULL, true, id, claim_order, false, false FROM picked WHERE gave_up
--- The last row says what this pass left to another: pending ordered jobs (one probe of
--- send_jobs_pending_keyed_idx, or of send_jobs_pending_keyed_queue_idx for one queue).
+-- The last row says what this pass left to another: pending ordered jobs that may be free
+-- (one probe of send_jobs_pending_keyed_queue_idx).
 --- variant only_queue
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true, false
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND NOT k.waits_for_key)
 -- Another queue has pending jobs: this pass took none, and the caller serves the queues
 -- in turn (claim_shares.sql).
 UNION ALL
@@ -205,5 +192,6 @@ SELECT NULL, NULL, NULL, NULL, false, true
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, true, false
  WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND k.queue = $4)
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND NOT k.waits_for_key
+                  AND k.queue = $4)
 --- end

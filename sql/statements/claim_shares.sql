@@ -15,7 +15,8 @@
 -- the limited ones, as claim.sql takes them. With no queue reached, up to $2 expired
 -- leases alone. The rest is claim.sql's: read its header for the claim order, the
 -- expired branch, the TID scan and the jobs that give up. Ordered jobs are left to
--- claim.sql's keyed variant (the last row says whether there are any).
+-- claim_keyed.sql: a queue short of its share says how many places it left and whether
+-- it has ordered jobs that may be free, which src/claim.rs then claims in those places.
 -- Variant exact: the caller holds the settings lock, and $6 is every queue with flow
 -- control. Variant checked: a change of the settings may be committing, and each row is
 -- checked against the settings in this statement's snapshot (claim.sql, other_queues).
@@ -173,12 +174,18 @@ SELECT NULL, true, id, claim_order, false, NULL, false, NULL, NULL FROM picked W
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, false, turn.queue, false, turn.step, turn.jobs FROM turn
 -- The queues that had fewer jobs to lock than their share (empty, or their rows locked by
--- other claims): src/claim.rs passes over them for the rest of this claim. (A queue whose
--- rows lost the merge with expired leases is not short: it is reached again.)
+-- other claims), with the places each left and whether it has ordered jobs that may be
+-- free (one probe of send_jobs_pending_keyed_queue_idx): src/claim.rs claims its ordered
+-- jobs in those places, and passes over it for the rest of this claim when they do not
+-- fill them. (A queue whose rows lost the merge with expired leases is not short: it is
+-- reached again.)
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, false, share.queue, true, NULL, NULL FROM shares AS share
- WHERE share.jobs > (SELECT pg_catalog.count(*) FROM pending WHERE pending.queue = share.queue)
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, true, NULL, false, NULL, NULL
- WHERE EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
-                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL)
+SELECT NULL, NULL, NULL, NULL,
+       EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k
+                WHERE k.status = 'pending' AND k.ordering_key IS NOT NULL AND NOT k.waits_for_key
+                  AND k.queue = short.queue),
+       short.queue, true, NULL, short.places_left
+  FROM (SELECT share.queue,
+               share.jobs - (SELECT pg_catalog.count(*) FROM pending WHERE pending.queue = share.queue) AS places_left
+          FROM shares AS share) AS short
+ WHERE short.places_left > 0

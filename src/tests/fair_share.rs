@@ -1,10 +1,13 @@
 //! The model of invariant 21 (decision 0019): random enqueues into four queues (due
-//! ticks, jobs due later, head starts; one queue sometimes paused) and claims from any
-//! queue of random batches, against a model of the turn in plain Rust: the walk from
-//! the queue after the last one reached (a session's first claim from the queue of the
-//! oldest pending job), even shares, a queue short of its share passed over, the places
+//! ticks, jobs due later, head starts, ordered jobs; one queue sometimes paused) and
+//! claims from any queue of random batches, against a model of the turn in plain Rust:
+//! the walk from the queue after the last one reached (a session's first claim from the
+//! queue of the oldest pending job), even shares, each filled by the queue's jobs without
+//! a key and then by its ordered jobs, a queue short of its share passed over, the places
 //! left going round again. Every claim's jobs must be the model's, and the bound must
 //! hold: with Q queues with due jobs, each is reached within ceil(Q / batch) claims.
+//! (Each ordered job has a key of its own here: free, as the shares see it. What waits
+//! for a key is the reference model's, src/tests/model.rs.)
 
 #[pgrx::pg_schema]
 mod tests {
@@ -18,12 +21,14 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         /// `count` jobs into queue `queue`, due at tick `due` (None: tomorrow), with
-        /// `priority` minutes of head start.
+        /// `priority` minutes of head start, each with an ordering key of its own when
+        /// `keyed`.
         Enqueue {
             queue: usize,
             count: usize,
             due: Option<u32>,
             priority: u8,
+            keyed: bool,
         },
         Claim {
             batch: usize,
@@ -34,8 +39,8 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            4 => (0..QUEUES.len(), 1usize..6, proptest::option::weighted(0.85, 0u32..20), prop_oneof![3 => Just(0u8), 1 => Just(1u8)])
-                .prop_map(|(queue, count, due, priority)| Op::Enqueue { queue, count, due, priority }),
+            4 => (0..QUEUES.len(), 1usize..6, proptest::option::weighted(0.85, 0u32..20), prop_oneof![3 => Just(0u8), 1 => Just(1u8)], proptest::bool::weighted(0.3))
+                .prop_map(|(queue, count, due, priority, keyed)| Op::Enqueue { queue, count, due, priority, keyed }),
             4 => (1usize..7).prop_map(|batch| Op::Claim { batch }),
             1 => any::<bool>().prop_map(Op::Pause),
         ]
@@ -48,6 +53,7 @@ mod tests {
         /// Seconds from 2000-01-01 less the head start; None: due tomorrow.
         order: Option<i64>,
         pending: bool,
+        keyed: bool,
     }
 
     #[derive(Default)]
@@ -124,19 +130,24 @@ mod tests {
                 let n = reached.len();
                 let shares = (0..n).map(|i| places / n + usize::from(i < places % n));
                 for (q, share) in reached.into_iter().zip(shares) {
-                    let mut due: Vec<(i64, i64)> = self
-                        .jobs
-                        .iter()
-                        .filter(|j| j.pending && j.queue == q)
-                        .filter_map(|j| j.order.map(|order| (order, j.id)))
-                        .collect();
-                    due.sort();
-                    if due.len() < share {
-                        passed.push(q);
+                    // Its jobs without a key, then its ordered jobs, each in claim order.
+                    let mut left = share;
+                    for keyed in [false, true] {
+                        let mut due: Vec<(i64, i64)> = self
+                            .jobs
+                            .iter()
+                            .filter(|j| j.pending && j.queue == q && j.keyed == keyed)
+                            .filter_map(|j| j.order.map(|order| (order, j.id)))
+                            .collect();
+                        due.sort();
+                        for (_, id) in due.into_iter().take(left) {
+                            self.jobs.iter_mut().find(|j| j.id == id).unwrap().pending = false;
+                            claimed.push(id);
+                            left -= 1;
+                        }
                     }
-                    for (_, id) in due.into_iter().take(share) {
-                        self.jobs.iter_mut().find(|j| j.id == id).unwrap().pending = false;
-                        claimed.push(id);
+                    if left > 0 {
+                        passed.push(q);
                     }
                 }
             }
@@ -150,6 +161,7 @@ mod tests {
                 count,
                 due,
                 priority,
+                keyed,
             } => {
                 let run_at = match due {
                     Some(tick) => {
@@ -158,8 +170,13 @@ mod tests {
                     None => "now() + interval '1 day'".into(),
                 };
                 for _ in 0..count {
+                    let key = if keyed {
+                        format!("'key-{}'", model.jobs.len())
+                    } else {
+                        "NULL".into()
+                    };
                     let id = Spi::get_one::<i64>(&format!(
-                        "SELECT sendjobs_enqueue(jsonb_build_object(), queue => '{}', run_at => {run_at}, priority => {priority})",
+                        "SELECT sendjobs_enqueue(jsonb_build_object(), queue => '{}', run_at => {run_at}, priority => {priority}, ordering_key => {key})",
                         QUEUES[queue]
                     ))
                     .map_err(|e| e.to_string())?
@@ -169,6 +186,7 @@ mod tests {
                         queue,
                         order: due.map(|tick| i64::from(tick) - 60 * i64::from(priority)),
                         pending: true,
+                        keyed,
                     });
                 }
             }

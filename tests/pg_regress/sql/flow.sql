@@ -174,7 +174,7 @@ CREATE TEMP VIEW prio AS
 -- later-60 stays. And it is bounded: old, due for longer than urgent-10's head start,
 -- goes before it (no job waits behind newer ones for longer than their head start).
 SELECT n, c.payload->>'job' AS claimed, c.priority
-  FROM sendjobs_claim(10, '1 minute', 'prio') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, n)
+  FROM sendjobs_claim(10, '1 minute', 'prio') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key, n)
  ORDER BY n;
 -- later-60's claim order is before now, its due time is not: scheduled, not ready.
 SELECT queue, ready, scheduled, in_flight FROM sendjobs_stats() WHERE queue = 'prio';
@@ -182,7 +182,7 @@ SELECT queue, ready, scheduled, in_flight FROM sendjobs_stats() WHERE queue = 'p
 SELECT sendjobs_heartbeat(id, 1, '0 seconds') AS expires_now FROM prio WHERE job = 'urgent-10';
 SELECT sendjobs_enqueue('{"job": "fresh"}', 'prio') IS NOT NULL AS enqueued;
 SELECT n, c.payload->>'job' AS claimed, c.claim_generation
-  FROM sendjobs_claim(10, '1 minute', 'prio') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, n)
+  FROM sendjobs_claim(10, '1 minute', 'prio') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key, n)
  ORDER BY n;
 -- A retry keeps its head start, a capped queue obeys it, and so does the claim from any
 -- queue: urgent-60, retried due now, goes before fresh, retried due 5 minutes ago.
@@ -198,7 +198,7 @@ SELECT count(*) AS enqueued FROM (
       FROM (VALUES ('k1-first', 'k1', 0), ('k1-second', 'k1', 60), ('k2-only', 'k2', 0), ('k3-only', 'k3', 60))
            AS v(name, key, head_start)) AS e;
 SELECT n, c.payload->>'job' AS claimed
-  FROM sendjobs_claim(10, '1 minute', 'prio-keyed') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, n)
+  FROM sendjobs_claim(10, '1 minute', 'prio-keyed') WITH ORDINALITY AS c(id, queue, payload, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key, n)
  ORDER BY n;
 -- The priority goes with the job into its history, and with a redrive into the new job.
 SELECT sendjobs_finalize(id, 2, 'failed', 'HTTP 400') FROM prio WHERE job = 'urgent-10';

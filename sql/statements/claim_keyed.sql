@@ -1,0 +1,129 @@
+--- params: now timestamptz, lease interval, queues text[], places int8[]
+--- columns: job, id, claim_order, queue, places_left
+-- Ordered jobs (a job with an ordering key) for sendjobs_claim (src/claim.rs): up to
+-- $4[i] jobs of queue $3[i] each, the places a claim's other pass left in those queues
+-- (claim.sql, claim_shares.sql), after the turn of such claims (src/turns.rs), so that
+-- this statement's snapshot sees every claim of an ordered job that committed. No queue
+-- given has flow control: those claim their ordered jobs in their own pass, under their
+-- lock (claim.sql, limited_queue, tests them the same way).
+-- A job is free when no older unfinished job of its key exists and none of its key is in
+-- flight (one of a younger id, enqueued by a transaction that committed first, too), and
+-- its key is not stopped but by it: a key stopped by a job that failed for good
+-- (sendjobs_blocked_keys, a queue that blocks its keys) hands out no job but that job's
+-- redrive, which goes before the key's older jobs, until it was sent or cancelled.
+-- Each queue's free jobs are taken in its claim order, from its first ordered job that
+-- does not wait for its key (its head). The jobs its scan passed over, from the head to
+-- the last job it took (to the end of the queue's ordered jobs when it took fewer than
+-- its places), were not free: they wait for their key from now on (waits_for_key, which
+-- keeps them out of send_jobs_pending_keyed_queue_idx), so the claims after this one do
+-- not read them again, until a job of their key finishes (key_waits_clear.sql; decision
+-- 0020). Rows other transactions hold are left, as the claim leaves them.
+-- The expired leases of ordered jobs are the other passes' (a reclaim keeps the one job
+-- of its key in flight). The claim order, the TID scan: claim.sql's header.
+WITH
+shares AS MATERIALIZED (
+    SELECT share.queue, share.jobs, head.claim_order AS head, head.id AS head_id
+      FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::int8[])) AS share(queue, jobs)
+     CROSS JOIN LATERAL (
+        SELECT pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id
+          FROM ONLY @extschema@.send_jobs AS job
+         WHERE job.status = 'pending' AND job.ordering_key IS NOT NULL AND NOT job.waits_for_key
+           AND job.queue = share.queue
+         ORDER BY job.queue, 1, job.id
+         LIMIT 1) AS head
+     -- the settings as this snapshot has them (the caller's list may be stale)
+     WHERE NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
+                        WHERE settings.queue = share.queue
+                          AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
+),
+pending AS MATERIALIZED (
+    SELECT share.queue, due.tid, due.id, due.claim_order
+      FROM shares AS share
+     CROSS JOIN LATERAL (
+        SELECT ctid AS tid, id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
+          FROM ONLY @extschema@.send_jobs AS job
+         WHERE status = 'pending' AND job.ordering_key IS NOT NULL AND NOT job.waits_for_key
+           AND (job.queue, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority), job.id) >= (share.queue, share.head, share.head_id)
+           AND job.queue <= share.queue
+           AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
+           AND next_attempt_at <= $1
+           -- free
+           AND (NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
+                             WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
+                OR EXISTS (SELECT FROM @extschema@.sendjobs_blocked_keys AS blocked
+                            WHERE blocked.ordering_key = job.ordering_key AND blocked.job_id = job.id))
+           AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
+                            WHERE held.ordering_key = job.ordering_key
+                              AND held.lease_expires_at IS NOT NULL)
+           AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_blocked_keys AS blocked
+                            WHERE blocked.ordering_key = job.ordering_key AND blocked.job_id <> job.id
+                              AND (EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS stopping
+                                            WHERE stopping.id = blocked.job_id)
+                                   OR EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
+                                               WHERE stopping.id = blocked.job_id AND stopping.status = 'failed')))
+         ORDER BY job.queue, claim_order, id
+         LIMIT share.jobs
+           FOR UPDATE SKIP LOCKED) AS due
+),
+-- How far each queue's scan read, and the places it left.
+stretch AS MATERIALIZED (
+    SELECT share.queue, share.head, share.head_id, share.jobs - taken.jobs AS places_left,
+           coalesce(last.claim_order, 'infinity') AS last_order,
+           coalesce(last.id, 9223372036854775807) AS last_id
+      FROM shares AS share
+     CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS jobs FROM pending WHERE pending.queue = share.queue) AS taken
+      LEFT JOIN LATERAL (
+           SELECT pending.claim_order, pending.id FROM pending
+            WHERE pending.queue = share.queue AND taken.jobs >= share.jobs
+            ORDER BY pending.claim_order DESC, pending.id DESC LIMIT 1) AS last ON true
+),
+-- The jobs passed over in that stretch: the same test, not free.
+passed AS MATERIALIZED (
+    SELECT line.tid
+      FROM stretch CROSS JOIN LATERAL (
+        SELECT ctid AS tid
+          FROM ONLY @extschema@.send_jobs AS job
+         WHERE status = 'pending' AND job.ordering_key IS NOT NULL AND NOT job.waits_for_key
+           AND (job.queue, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority), job.id) >= (stretch.queue, stretch.head, stretch.head_id)
+           AND (job.queue, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority), job.id) <= (stretch.queue, stretch.last_order, stretch.last_id)
+           AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
+           AND next_attempt_at <= $1
+           AND job.id <> ALL (ARRAY(SELECT pending.id FROM pending))
+           AND NOT ((NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS older
+                                  WHERE older.ordering_key = job.ordering_key AND older.id < job.id)
+                     OR EXISTS (SELECT FROM @extschema@.sendjobs_blocked_keys AS blocked
+                                 WHERE blocked.ordering_key = job.ordering_key AND blocked.job_id = job.id))
+                    AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS held
+                                     WHERE held.ordering_key = job.ordering_key
+                                       AND held.lease_expires_at IS NOT NULL)
+                    AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_blocked_keys AS blocked
+                                     WHERE blocked.ordering_key = job.ordering_key AND blocked.job_id <> job.id
+                                       AND (EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS stopping
+                                                     WHERE stopping.id = blocked.job_id)
+                                            OR EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
+                                                        WHERE stopping.id = blocked.job_id AND stopping.status = 'failed'))))
+         ORDER BY job.queue, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority), job.id
+           FOR UPDATE SKIP LOCKED) AS line
+),
+waiting AS (
+    UPDATE ONLY @extschema@.send_jobs AS job
+       SET waits_for_key = true
+     WHERE job.ctid = ANY (ARRAY(SELECT passed.tid FROM passed))
+),
+claimed AS (
+    UPDATE ONLY @extschema@.send_jobs AS job
+       SET status = 'in_flight',
+           attempts = job.attempts + 1,
+           claimed_at = $1,
+           lease_expires_at = $1 + $2,
+           claim_generation = job.claim_generation + 1
+     WHERE job.ctid = ANY (ARRAY(SELECT pending.tid FROM pending))
+ RETURNING job, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id, job.queue
+)
+SELECT job, id, claim_order, queue, NULL::int8 AS places_left FROM claimed
+UNION ALL
+-- Each queue given with the places it left (a queue without ordered jobs that may be free,
+-- or with flow control in this snapshot, left all of them).
+SELECT NULL, NULL, NULL, given.queue, coalesce(stretch.places_left, given.jobs)
+  FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::int8[])) AS given(queue, jobs)
+  LEFT JOIN stretch ON stretch.queue = given.queue
