@@ -67,30 +67,31 @@ walk AS (
      -- a session's first queue ends its first turn (the cursor's queue ends every other)
      WHERE NOT (next.queue = start.queue AND NOT start.after)
 ),
--- The jobs in flight of each limited queue, counted once (the rows with a lease are few:
--- workers x batch), when the walk first passes a limited queue: a count per queue read
--- every lease in the table again for each one (decision 0019).
-held AS MATERIALIZED (
-    SELECT held.queue, pg_catalog.count(*) AS jobs
-      FROM ONLY @extschema@.send_jobs AS held
-     WHERE held.lease_expires_at > $1 AND held.lease_expires_at IS NOT NULL
-       AND held.queue = ANY ($6)
-     GROUP BY held.queue
+-- The limited queues whose settings allow none in this snapshot (paused, out of tokens,
+-- at their cap): their lock and count under it would give nothing, and cost the claim a
+-- statement or two for each such queue (decision 0019). Found once a claim, when the
+-- walk first passes a limited queue: their settings rows joined to their jobs in flight,
+-- counted in one read of the leases (few: workers x batch); a count per queue read every
+-- lease again for each, and a look-up of each queue's count in the counts, all of them.
+allow_none AS MATERIALIZED (
+    SELECT settings.queue
+      FROM @extschema@.sendjobs_queues AS settings
+      LEFT JOIN (SELECT held.queue, pg_catalog.count(*) AS jobs
+                   FROM ONLY @extschema@.send_jobs AS held
+                  WHERE held.lease_expires_at > $1 AND held.lease_expires_at IS NOT NULL
+                    AND held.queue = ANY ($6)
+                  GROUP BY held.queue) AS held ON held.queue = settings.queue
+     WHERE settings.queue = ANY ($6)
+       AND (settings.paused
+            OR settings.tokens + settings.rate * pg_catalog.date_part('epoch', $1 - settings.tokens_at) < 1
+            OR settings.max_in_flight <= coalesce(held.jobs, 0))
 ),
 reached AS MATERIALIZED (
     SELECT walk.queue, walk.head, walk.head_id, walk.step FROM walk
      WHERE walk.head <= pg_catalog.timezone(interval '0', $1)
        AND walk.queue <> ALL ($5)
-       -- nor a limited queue whose settings allow none in this snapshot (paused, out
-       -- of tokens, at its cap): its lock and count under it would give nothing, and
-       -- cost the claim a statement or two for each such queue (decision 0019)
-       AND NOT (walk.queue = ANY ($6)
-                AND EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
-                             WHERE settings.queue = walk.queue
-                               AND (settings.paused
-                                    OR settings.tokens + settings.rate * pg_catalog.date_part('epoch', $1 - settings.tokens_at) < 1
-                                    OR settings.max_in_flight <= coalesce((SELECT held.jobs FROM held
-                                                                            WHERE held.queue = settings.queue), 0))))
+       -- nor a limited queue that allows none
+       AND NOT (walk.queue = ANY ($6) AND walk.queue IN (SELECT allow_none.queue FROM allow_none))
      LIMIT $2
 ),
 turn AS MATERIALIZED (
