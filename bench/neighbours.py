@@ -26,9 +26,13 @@ once, the runs interleaved:
   one       one queue holding --cost-backlog due jobs
   many      100 queues: one holding --cost-backlog less 9,900, 99 holding 100 each
   limited   the same 100 queues, the 99 small ones capped at 1 job in flight and full
+  ordered   100 queues of 100 ordered jobs each, every job a key of its own
+  line      the same, and ahead of them in the claim order a line of --line jobs under
+            one key in queue q00, its first in flight (decision 0020)
 
 The report gives the claim statement's latency (pgbench -r), median (min-max) over the
-repetitions, and each repetition's ratio to `one` (for `limited`: to `many`).
+repetitions, and each repetition's ratio to `one` (for `limited`: to `many`; for
+`line`: to `ordered`). --cost-scenarios picks them.
 """
 
 import argparse
@@ -125,7 +129,9 @@ def scenario(name, args, rep):
     return waits + left, len(left)
 
 
-COST_SCENARIOS = ("one", "many", "limited")
+COST_SCENARIOS = ("one", "many", "limited", "ordered", "line")
+# What each scenario's ratio is taken against.
+COST_BASE = {"many": "one", "limited": "many", "line": "ordered"}
 
 COST_SCRIPT = """\\set batch {batch}
 SELECT array_agg(id) AS ids, array_agg(claim_generation) AS gens FROM sendjobs_claim(:batch, '1 minute') \\gset
@@ -142,6 +148,18 @@ def cost_database(name, args):
     admin.exec(f"CREATE DATABASE {dbname} TEMPLATE {TEMPLATE}")
     admin.close()
     db = common.Db(dbname)
+    if name in ("ordered", "line"):
+        if name == "line":
+            db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q00', ordering_key => 'line',"
+                    "                              run_at => now() - interval '1 hour', max_attempts => 1000000))"
+                    "  FROM generate_series(1, %s)", (args.line,))
+            db.exec("SELECT count(*) FROM sendjobs_claim(1, '1 hour', 'q00')")
+        db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q' || lpad((g % 100)::text, 2, '0'),"
+                "                              ordering_key => 'key-' || g, max_attempts => 1000000))"
+                "  FROM generate_series(1, 10000) AS g")
+        db.exec("VACUUM ANALYZE send_jobs")
+        db.close()
+        return dbname
     big = args.cost_backlog if name == "one" else args.cost_backlog - 9_900
     db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'a', max_attempts => 1000000))"
             "  FROM generate_series(1, %s)", (big,))
@@ -161,13 +179,18 @@ def cost_database(name, args):
 def costs(args, folder, meta):
     """The claim's latency from any queue in the three databases (module docstring)."""
     batches = [int(b) for b in common.parse_list(args.batches)]
-    dbs = {name: cost_database(name, args) for name in COST_SCENARIOS}
+    names = [n.strip() for n in args.cost_scenarios.split(",") if n.strip()]
+    for name in names:
+        if name not in COST_SCENARIOS or (name in COST_BASE and COST_BASE[name] not in names):
+            raise SystemExit(f"--cost-scenarios: {name} is not one of {COST_SCENARIOS}, or comes without "
+                             f"the scenario it is compared with")
+    dbs = {name: cost_database(name, args) for name in names}
     scripts = {b: common.write_script(folder, f"claim_{b}.sql", COST_SCRIPT.format(batch=b)) for b in batches}
-    results = {(n, b): [] for n in COST_SCENARIOS for b in batches}
+    results = {(n, b): [] for n in names for b in batches}
     started = time.monotonic()
     for rep in range(args.reps):
         for b in batches:
-            for name in COST_SCENARIOS:
+            for name in names:
                 r = common.pgbench(dbs[name], scripts[b], 1, args.cost_seconds, latencies=True, check=True)
                 claim_ms = r["statements"][1][0] if len(r["statements"]) > 1 else r["statements"][0][0]
                 results[(name, b)].append(claim_ms)
@@ -177,14 +200,15 @@ def costs(args, folder, meta):
     lines = ["# Noisy neighbours: a claim's cost from any queue", ""] + common.header_lines(meta)
     lines += ["", f"1 client claiming from any queue, each batch finalized as retries due at once; "
               f"{args.cost_backlog:,} due jobs: in one queue (one), or in 100 queues, 99 of them with 100 "
-              f"(many), and with those 99 capped at 1 and full (limited); {args.cost_seconds:g} s a run, "
-              f"{args.reps} repetitions, interleaved.", "",
+              f"(many), and with those 99 capped at 1 and full (limited); 100 queues of 100 ordered jobs "
+              f"(ordered), and with a line of {args.line:,} under one key ahead of them (line); "
+              f"{args.cost_seconds:g} s a run, {args.reps} repetitions, interleaved.", "",
               "| batch | scenario | claim latency (ms) | ratio, each repetition |", "|---|---|---|---|"]
     for b in batches:
-        for name in COST_SCENARIOS:
+        for name in names:
             values = results[(name, b)]
-            base = results[(("many" if name == "limited" else "one"), b)]
-            ratios = "" if name == "one" else ", ".join(f"{v / a:.2f}" for v, a in zip(values, base))
+            base = results[(COST_BASE.get(name, name), b)]
+            ratios = "" if name not in COST_BASE else ", ".join(f"{v / a:.2f}" for v, a in zip(values, base))
             lines.append(f"| {b} | {name} | {statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f}) "
                          f"| {ratios} |")
     lines.append("")
@@ -210,6 +234,9 @@ def main():
     p.add_argument("--cost-backlog", type=int, default=1_000_000, help="--costs: due jobs in all (default 1000000)")
     p.add_argument("--batches", default="1,10,100", help="--costs: the claims' batches (default 1,10,100)")
     p.add_argument("--cost-seconds", type=float, default=5.0, help="--costs: seconds a run (default 5)")
+    p.add_argument("--cost-scenarios", default="one,many,limited,ordered,line",
+                   help="--costs: which, in this order (default all)")
+    p.add_argument("--line", type=int, default=20_000, help="--costs: the line's jobs in `line` (default 20000)")
     common.add_name_argument(p, "neighbours")
     args = p.parse_args()
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
