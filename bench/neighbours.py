@@ -12,6 +12,7 @@ database clock. Scenarios, interleaved within each repetition, each in a fresh d
   alone    queue b and nothing else
   burst    queue a holds --burst pending jobs when the producer starts
   capped   the same burst, a capped at --cap jobs in flight
+  ordered  the same burst, b's jobs each with an ordering key of its own (decision 0020)
 
 A scenario ends when every job of b was claimed (or after --timeout seconds: the jobs
 still waiting then count with their age, and the report says how many). The report
@@ -94,7 +95,7 @@ def scenario(name, args, rep):
     admin.exec(f"CREATE DATABASE {dbname} TEMPLATE {TEMPLATE}")
     admin.close()
     db = common.Db(dbname)
-    if name in ("burst", "capped"):
+    if name in ("burst", "capped", "ordered"):
         db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object('n', g), 'a'))"
                 "  FROM generate_series(1, %s) AS g", (args.burst,))
         if args.analyze:
@@ -109,7 +110,10 @@ def scenario(name, args, rep):
     started = time.monotonic()
     enqueued = 0
     while time.monotonic() - started < args.duration:
-        db.exec("SELECT sendjobs_enqueue('{}', 'b')")
+        if name == "ordered":
+            db.exec("SELECT sendjobs_enqueue('{}', 'b', ordering_key => %s)", (f"b-{enqueued}",))
+        else:
+            db.exec("SELECT sendjobs_enqueue('{}', 'b')")
         enqueued += 1
         time.sleep(max(0.0, started + enqueued * interval - time.monotonic()))
     deadline = time.monotonic() + args.timeout
@@ -228,7 +232,7 @@ def main():
     p.add_argument("--poll", type=float, default=1.0, help="a short claim's wait, in seconds (default 1)")
     p.add_argument("--cap", type=int, default=20, help="queue a's max_in_flight in `capped` (default 20)")
     p.add_argument("--reps", type=int, default=3, help="repetitions of every scenario (default 3)")
-    p.add_argument("--scenarios", default="alone,burst,capped", help="which, in this order")
+    p.add_argument("--scenarios", default="alone,burst,capped,ordered", help="which, in this order")
     p.add_argument("--analyze", action="store_true", help="ANALYZE after the burst is enqueued")
     p.add_argument("--costs", action="store_true", help="measure the claim's latency instead (see above)")
     p.add_argument("--cost-backlog", type=int, default=1_000_000, help="--costs: due jobs in all (default 1000000)")
