@@ -32,7 +32,7 @@ static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue")
 // A claim from any queue: each queue its share (src/fair_share.rs), under the settings
 // lock (exact) or checking each row against the settings (checked).
 pub(crate) static CLAIM_SHARES_EXACT: Statement = statement!("claim_shares.sql", "exact");
-static CLAIM_SHARES_CHECKED: Statement = statement!("claim_shares.sql", "checked");
+pub(crate) static CLAIM_SHARES_CHECKED: Statement = statement!("claim_shares.sql", "checked");
 // Ordered jobs in the places the other passes left in their queues, after the turn of
 // such claims (src/turns.rs).
 pub(crate) static CLAIM_KEYED: Statement = statement!("claim_keyed.sql");
@@ -223,13 +223,16 @@ fn claim_any_queue(
                 client,
                 statement,
                 &mut turn,
-                &mut limited,
                 batch,
                 now,
                 lease,
                 &mut claimed,
                 &mut gave_up,
             )?;
+            // The first pass's jobs that gave up are stamped once the settings lock is
+            // released (a stamp runs the linked table's code and may wait on its rows).
+            flow::first_pass_done(&mut limited);
+            finish_gave_up(client, &mut gave_up)?;
             statement = &CLAIM_SHARES_CHECKED;
             if turn.kept.is_empty() {
                 break;
@@ -322,21 +325,18 @@ impl Turn<'_> {
 /// round (claim_shares.sql), each queue's places its jobs without a key could not fill
 /// going to its ordered jobs (`Turn::fill_keyed`): a queue short of its share (empty, or
 /// its rows locked by other claims) is passed over from then on, so each round that does
-/// not fill the places passes over one more queue, and the walk ends. The settings lock
-/// (`limited`) is released after the first round's statement, the one it is taken for.
+/// not fill the places passes over one more queue, and the walk ends.
 #[allow(clippy::too_many_arguments)]
 fn serve_in_turn(
     client: &mut SpiClient<'_>,
     statement: &Statement,
     turn: &mut Turn<'_>,
-    limited: &mut flow::Limited,
     batch: usize,
     now: TimestampWithTimeZone,
     lease: Interval,
     claimed: &mut Vec<Job>,
     gave_up: &mut GaveUp,
 ) -> Result<()> {
-    let mut statement = statement;
     loop {
         let places = batch - claimed.len() - turn.kept_places();
         if places == 0 {
@@ -357,8 +357,6 @@ fn serve_in_turn(
         )?;
         let before = claimed.len() + gave_up.len();
         let rows = ClaimRows::read(statement, rows, true)?;
-        flow::first_pass_done(limited);
-        statement = &CLAIM_SHARES_CHECKED;
         let reached = rows.reached.len();
         let mut wanted = if reached == 0 { places } else { 0 };
         if let Some((queue, _)) = rows.reached.last() {
@@ -372,16 +370,28 @@ fn serve_in_turn(
         claimed.extend(rows.jobs);
         let gave_up_now = !rows.giving_up.is_empty();
         let let_go = give_up(client, rows.giving_up, now, gave_up)?.1;
-        // Stamped now the settings lock is released.
-        finish_gave_up(client, gave_up)?;
+        // The limited queues reached keep their shares for their own passes.
+        for (queue, share) in &rows.reached {
+            if turn.limited.contains(queue) {
+                turn.kept.push((queue.clone(), *share));
+                turn.passed.push(queue.clone());
+            }
+        }
         // The places short queues left, to their ordered jobs (to any queue's, when jobs
         // that waited for the keys of those that gave up were let go after the statement
-        // looked).
+        // looked), as many as the batch still has: a short queue counts the places it
+        // left by its own pending rows, and expired leases may have taken some of them.
+        let mut free = batch.saturating_sub(claimed.len() + turn.kept_places());
         let keyed: Vec<(String, usize)> = rows
             .short
             .iter()
             .filter(|short| short.keyed || let_go)
-            .map(|short| (short.queue.clone(), short.places_left))
+            .map(|short| {
+                let places = short.places_left.min(free);
+                free -= places;
+                (short.queue.clone(), places)
+            })
+            .filter(|(_, places)| *places > 0)
             .collect();
         let filled = if keyed.is_empty() {
             Vec::new()
@@ -390,15 +400,13 @@ fn serve_in_turn(
         };
         let mut every_reached_passed = true;
         for (queue, share) in rows.reached {
-            let short = rows.short.iter().any(|short| short.queue == queue);
-            if !turn.limited.contains(&queue) {
-                wanted += share;
-                every_reached_passed &= short && !filled.contains(&queue);
-            }
             if turn.limited.contains(&queue) {
-                turn.kept.push((queue.clone(), share));
-                turn.passed.push(queue);
-            } else if short && !filled.contains(&queue) && !gave_up_now {
+                continue;
+            }
+            let short = rows.short.iter().any(|short| short.queue == queue);
+            wanted += share;
+            every_reached_passed &= short && !filled.contains(&queue);
+            if short && !filled.contains(&queue) && !gave_up_now {
                 // Jobs that gave up took places the pending rows of a short queue may have
                 // lost in the merge: then it is not passed over, and reached again.
                 turn.passed.push(queue);
@@ -423,7 +431,11 @@ fn claim_keyed(
     lease: Interval,
     claimed: &mut Vec<Job>,
 ) -> Result<Vec<String>> {
-    turns::take_keyed_turn(queue_relation_oids(client)?.0);
+    // Not had without waiting in a transaction that finished an ordered job (two such
+    // would wait for each other): its ordered jobs are the next claim's (src/turns.rs).
+    if !turns::take_keyed_turn(queue_relation_oids(client)?.0) {
+        return Ok(Vec::new());
+    }
     let (queues, places): (Vec<String>, Vec<i64>) = shares
         .iter()
         .map(|(queue, places)| (queue.clone(), *places as i64))

@@ -18,3 +18,18 @@ pub fn local_transaction_id() -> pg_sys::LocalTransactionId {
         (*pg_sys::MyProc).vxid.lxid
     }
 }
+
+/// Whether this transaction holds `tag` in `mode` itself. 17 added whether a stronger mode
+/// counts (here it does not).
+pub fn lock_held_by_me(tag: &pg_sys::LOCKTAG, mode: pg_sys::LOCKMODE) -> bool {
+    // SAFETY: reads this backend's own lock table.
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    unsafe {
+        pg_sys::LockHeldByMe(tag, mode)
+    }
+    // SAFETY: as above.
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+    unsafe {
+        pg_sys::LockHeldByMe(tag, mode, false)
+    }
+}

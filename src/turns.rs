@@ -12,6 +12,8 @@
 
 use pgrx::pg_sys;
 
+use crate::majors;
+
 /// The sub-id of every lock here (each on a relation of its own).
 const EXTENSION_LOCK_SUBID: u16 = 1;
 
@@ -28,13 +30,28 @@ pub fn extension_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
     }
 }
 
-/// Waits for the turn of the claims that take ordered jobs and holds it to the end of the
+/// Takes the turn of the claims that take ordered jobs and holds it to the end of the
 /// transaction: the lock of `send_jobs` (`relation`) in the exclusive mode. The pass that
 /// follows runs in a snapshot taken after the turn, and sees every claim of an ordered job
 /// that committed before it (docs/decisions/0013-flow-control-in-the-claim.md), and every
-/// finish of one (`hold_off_keyed_claims`).
-pub fn take_keyed_turn(relation: pg_sys::Oid) {
-    wait_for(relation, pg_sys::ExclusiveLock);
+/// finish of one (`hold_off_keyed_claims`). Waits for it, but in a transaction that
+/// finished an ordered job already (it holds the row-exclusive mode): two such
+/// transactions would wait for each other, so there it takes the turn only if no other
+/// holds either mode now. Returns whether it has the turn.
+pub fn take_keyed_turn(relation: pg_sys::Oid) -> bool {
+    let tag = extension_lock(relation);
+    let finished_one = majors::lock_held_by_me(&tag, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
+    // SAFETY: a transaction-level lock, waited for (interruptibly, under the caller's
+    // lock_timeout and statement_timeout) or not, released at the transaction's end.
+    let got = unsafe {
+        pg_sys::LockAcquire(
+            &tag,
+            pg_sys::ExclusiveLock as pg_sys::LOCKMODE,
+            false,
+            finished_one,
+        )
+    };
+    got != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL
 }
 
 /// Waits for the claims of ordered jobs in progress and keeps new ones off until the end of
@@ -42,12 +59,15 @@ pub fn take_keyed_turn(relation: pg_sys::Oid) {
 /// conflicts with and other finishes do not. A finish of an ordered job takes it before
 /// it lets the jobs that waited for it go (src/key_waits.rs: decision 0020 says why).
 pub fn hold_off_keyed_claims(relation: pg_sys::Oid) {
-    wait_for(relation, pg_sys::RowExclusiveLock);
-}
-
-fn wait_for(relation: pg_sys::Oid, mode: u32) {
     let tag = extension_lock(relation);
     // SAFETY: a transaction-level lock, waited for (interruptibly, under the caller's
     // lock_timeout and statement_timeout), released at the transaction's end.
-    unsafe { pg_sys::LockAcquire(&tag, mode as pg_sys::LOCKMODE, false, false) };
+    unsafe {
+        pg_sys::LockAcquire(
+            &tag,
+            pg_sys::RowExclusiveLock as pg_sys::LOCKMODE,
+            false,
+            false,
+        )
+    };
 }

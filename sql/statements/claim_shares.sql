@@ -18,8 +18,9 @@
 -- claim_keyed.sql: a queue short of its share says how many places it left and whether
 -- it has ordered jobs that may be free, which src/claim.rs then claims in those places.
 -- Variant exact: the caller holds the settings lock, and $6 is every queue with flow
--- control. Variant checked: a change of the settings may be committing, and each row is
--- checked against the settings in this statement's snapshot (claim.sql, other_queues).
+-- control. Variant checked: a change of the settings may be committing, and each queue
+-- reached and each expired lease is checked against the settings in this statement's
+-- snapshot (as claim.sql's other_queues checks its queue).
 WITH RECURSIVE
 start AS (
     SELECT coalesce($4, (SELECT job.queue FROM ONLY @extschema@.send_jobs AS job
@@ -92,6 +93,16 @@ reached AS MATERIALIZED (
        AND walk.queue <> ALL ($5)
        -- nor a limited queue that allows none
        AND NOT (walk.queue = ANY ($6) AND walk.queue IN (SELECT allow_none.queue FROM allow_none))
+--- variant exact
+--- variant checked
+       -- nor a queue with flow control in this snapshot that the list $6 leaves out: a
+       -- test a queue, before its scan (a test of each row in the share's scan became,
+       -- after ANALYZE, a hash anti-join over every due job, sorted)
+       AND (walk.queue = ANY ($6)
+            OR NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
+                            WHERE settings.queue = walk.queue
+                              AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL)))
+--- end
      LIMIT $2
 ),
 turn AS MATERIALIZED (
@@ -125,12 +136,6 @@ pending AS MATERIALIZED (
            AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
            AND next_attempt_at <= $1
            AND job.ordering_key IS NULL
---- variant exact
---- variant checked
-           AND NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
-                            WHERE settings.queue = job.queue
-                              AND (settings.paused OR settings.max_in_flight IS NOT NULL OR settings.rate IS NOT NULL))
---- end
          ORDER BY job.queue, claim_order, id
          LIMIT share.jobs
            FOR UPDATE SKIP LOCKED) AS due

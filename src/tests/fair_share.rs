@@ -284,6 +284,35 @@ mod tests {
         Ok(())
     }
 
+    /// A claim from any queue takes at most its batch. A queue short of its share counts
+    /// the places it left by its own pending rows, and an expired lease of the same
+    /// statement may have taken some of them: those places were given to its ordered jobs
+    /// too, the claim took more than its batch, and its next round's LIMIT went negative,
+    /// at every claim while the lease stayed expired (found by an attack review of 0.4.0
+    /// before its release).
+    #[pg_test]
+    fn an_expired_lease_and_ordered_jobs_keep_a_claim_to_its_batch() {
+        crate::fair_share::forget_place();
+        // A job of key acct0 claimed under a lease that expires at once (its worker died),
+        // and 49 more ordered jobs in its queue.
+        Spi::run("SELECT sendjobs_enqueue('{}', queue => 'accounts', ordering_key => 'acct0')")
+            .unwrap();
+        Spi::run("SELECT count(*) FROM sendjobs_claim(1, '0 seconds')").unwrap();
+        Spi::run(
+            "SELECT count(sendjobs_enqueue('{}', queue => 'accounts', ordering_key => 'acct' || g))
+               FROM generate_series(1, 49) AS g",
+        )
+        .unwrap();
+        for batch in [1i64, 3, 10] {
+            let took = Spi::get_one::<i64>(&format!(
+                "SELECT count(*) FROM sendjobs_claim({batch}, '1 hour')"
+            ))
+            .unwrap()
+            .unwrap_or_default();
+            assert!(took == batch, "a claim of {batch} took {took}");
+        }
+    }
+
     #[pg_test]
     fn claims_from_any_queue_serve_the_queues_in_turn() {
         Spi::run("SET LOCAL client_min_messages = error").unwrap();

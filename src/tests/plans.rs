@@ -46,15 +46,19 @@ mod tests {
                 .is_some_and(|children| children.iter().any(any_sort))
     }
 
-    /// Prepares the statement of a claim from any queue (src/claim.rs): the walk of the
-    /// queues and their shares' claim, by index scans alone.
+    /// Prepares the statements of a claim from any queue (src/claim.rs): the walk of the
+    /// queues and their shares' claim, by index scans alone; as claim_probe, and as
+    /// claim_checked its variant that checks each queue against the settings.
     fn prepare_any_queue() {
-        let shares = crate::claim::CLAIM_SHARES_EXACT
-            .text()
-            .replace("@extschema@", "public");
-        run(&format!(
-            "PREPARE claim_probe(timestamptz, int8, interval, text, text[], text[]) AS {shares}"
-        ));
+        for (name, statement) in [
+            ("claim_probe", &crate::claim::CLAIM_SHARES_EXACT),
+            ("claim_checked", &crate::claim::CLAIM_SHARES_CHECKED),
+        ] {
+            let shares = statement.text().replace("@extschema@", "public");
+            run(&format!(
+                "PREPARE {name}(timestamptz, int8, interval, text, text[], text[]) AS {shares}"
+            ));
+        }
         // As src/claim.rs plans it (spi_plans::Planning::IndexOrdered).
         run("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
     }
@@ -169,13 +173,17 @@ mod tests {
             // From the start ('burst' sorts first), past 'later' and 'paused'; and from
             // q58 round to the first: 10 queues reached, one job each, at most 10 times
             // the batch in index entries, and no table read whole.
-            for after in ["a", "q58"] {
+            for (after, statement) in [
+                ("a", "claim_probe"),
+                ("q58", "claim_probe"),
+                ("a", "claim_checked"),
+            ] {
                 let (read, plan) = entries_read(&format!(
-                    "EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', '{after}', ARRAY['paused'], '{{}}')"
+                    "EXECUTE {statement}(clock_timestamp(), 10, '1 minute', '{after}', ARRAY['paused'], '{{}}')"
                 ));
                 assert!(
                     read <= 10 * 10 && !any_seq_scan(&plan) && !any_sort(&plan),
-                    "{mode}: the claim after {after} read {read} index entries: {plan}"
+                    "{mode}: {statement} after {after} read {read} index entries: {plan}"
                 );
                 let claimed =
                     one::<i64>("SELECT count(*) FROM send_jobs WHERE status = 'in_flight'");
