@@ -91,6 +91,7 @@ COMMENT ON COLUMN @extschema@.send_jobs.priority IS 'Minutes of head start in th
 COMMENT ON INDEX @extschema@.send_jobs_pending_idx IS 'The claim''s pending branch, in claim order (any queue).';
 COMMENT ON STATISTICS @extschema@.send_jobs_claim_order_stats IS 'The claim order''s statistics (the planner reads none of a partial index''s expressions).';
 COMMENT ON INDEX @extschema@.send_jobs_pending_queue_idx IS 'The claim''s pending branch for one queue, in claim order.';
+COMMENT ON INDEX @extschema@.send_jobs_pending_unkeyed_queue_idx IS 'The claim''s pending branch for one queue''s jobs without an ordering key, in claim order (pending jobs without a key only).';
 COMMENT ON INDEX @extschema@.send_jobs_lease_idx IS 'The claim''s expired-lease branch: exactly the in_flight rows, by lease end.';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_idx IS 'Ordered keys: an older unfinished job of the key (jobs with a key only).';
 COMMENT ON INDEX @extschema@.send_jobs_ordering_key_held_idx IS 'Ordered keys: a job of the key in flight (jobs with a key and a lease only).';

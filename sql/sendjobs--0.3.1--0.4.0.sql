@@ -1,22 +1,24 @@
--- sendjobs 0.3.1 -> 0.4.0: fair claims across queues (CHANGELOG.md; decision 0019).
+-- sendjobs 0.3.1 -> 0.4.0: fair claims across queues (CHANGELOG.md; decisions 0019, 0020).
 -- A claim from any queue serves the queues with due jobs in turn, each its share of the
--- batch: the library does it. In the catalog: sendjobs_claim's comment, every C function
--- rebound to this release's library, and the column, indexes and settings rows below.
--- Ordered jobs that wait for their key (decision 0020): a column of send_jobs and of
--- send_jobs_finished (no row is rewritten: a constant default), the ordered jobs' claim
--- index by queue in claim order, without the waiting ones, in place of the one in claim
--- order, and an index of the waiting ones, built under the lock below.
--- Queue names: a new queue's name may no longer hold a character Unicode draws as nothing
--- (src/queue_names.rs, decision 0018); each queue that exists under such a name gets a
--- settings row with the defaults, so it goes on as before. For that it reads send_jobs
--- with send_jobs_finished once, under a SHARE lock of both (enqueues, claims and
--- finalizes wait for the update's commit; so no job of a new such queue commits between).
+-- batch, ordered jobs too: the library does it. In the catalog: sendjobs_claim's
+-- comment, every C function rebound to this release's library, and below, under an
+-- ACCESS EXCLUSIVE lock of send_jobs (with send_jobs_finished) taken first, so that no
+-- weaker lock of the update's must wait to grow stronger (every statement on the queue
+-- waits for the update's commit, reads too):
+-- - a settings row for each queue that exists under a name a new queue may no longer
+--   have: a character Unicode draws as nothing (src/queue_names.rs, decision 0018), so
+--   that it goes on as before; read from send_jobs with send_jobs_finished once;
+-- - ordered jobs that wait for their key (decision 0020): a column of send_jobs and of
+--   send_jobs_finished (no row is rewritten: a constant default), the monitors' grant
+--   of it, the ordered jobs' claim index by queue in claim order without the waiting
+--   ones in place of the one in claim order, an index of the waiting ones, and one of
+--   the pending jobs without a key by queue: each build reads send_jobs once.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.4.0'" to load this file. \quit
 
 -- The queues named as a new queue may no longer be, since this release: the
 -- default-ignorable code points that are not format characters (src/queue_names.rs
 -- `IGNORABLE`, the same list).
-LOCK TABLE @extschema@.send_jobs IN SHARE MODE;
+LOCK TABLE @extschema@.send_jobs IN ACCESS EXCLUSIVE MODE;
 INSERT INTO @extschema@.sendjobs_queues (queue)
 SELECT DISTINCT job.queue
   FROM @extschema@.send_jobs AS job
@@ -36,6 +38,70 @@ CREATE INDEX send_jobs_pending_keyed_queue_idx
     WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NOT NULL AND NOT waits_for_key;
 CREATE INDEX send_jobs_waits_for_key_idx
     ON @extschema@.send_jobs (ordering_key, id) WHERE waits_for_key;
+CREATE INDEX send_jobs_pending_unkeyed_queue_idx
+    ON @extschema@.send_jobs (queue, (pg_catalog.timezone(interval '0', next_attempt_at) OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority)), id)
+    WHERE status OPERATOR(pg_catalog.=) 'pending' AND ordering_key IS NULL;
+-- The monitor level reads every column of send_jobs but payload (sql/statements/
+-- access_level.sql): the roles that held the whole level at 0.3.1 read the new column
+-- too (docs/operations.md, "What an update changes in rights").
+DO $$
+DECLARE
+    monitor pg_catalog.regrole;
+BEGIN
+    FOR monitor IN
+        WITH level (kind, object, col) AS (VALUES
+            ('f', '@extschema@.sendjobs_stats()', ''),
+            ('f', '@extschema@.sendjobs_queue_limits(text)', ''),
+            ('t', '@extschema@.send_job_events', ''),
+            ('t', '@extschema@.sendjobs_queues', ''),
+            ('t', '@extschema@.sendjobs_consumers', ''),
+            ('t', '@extschema@.sendjobs_blocked_keys', ''),
+            ('c', '@extschema@.send_jobs', 'id'), ('c', '@extschema@.send_jobs', 'queue'),
+            ('c', '@extschema@.send_jobs', 'transaction_id'), ('c', '@extschema@.send_jobs', 'idempotency_key'),
+            ('c', '@extschema@.send_jobs', 'status'), ('c', '@extschema@.send_jobs', 'attempts'),
+            ('c', '@extschema@.send_jobs', 'max_attempts'), ('c', '@extschema@.send_jobs', 'next_attempt_at'),
+            ('c', '@extschema@.send_jobs', 'claimed_at'), ('c', '@extschema@.send_jobs', 'lease_expires_at'),
+            ('c', '@extschema@.send_jobs', 'claim_generation'), ('c', '@extschema@.send_jobs', 'last_error'),
+            ('c', '@extschema@.send_jobs', 'created_at'), ('c', '@extschema@.send_jobs', 'finished_at'),
+            ('c', '@extschema@.send_jobs', 'redrive_of'), ('c', '@extschema@.send_jobs', 'ordering_key'),
+            ('c', '@extschema@.send_jobs', 'priority')
+        ),
+        wanted AS (
+            SELECT level.kind, level.col,
+                   CASE WHEN level.kind OPERATOR(pg_catalog.=) 'f'
+                        THEN level.object::pg_catalog.regprocedure::pg_catalog.oid
+                        ELSE level.object::pg_catalog.regclass::pg_catalog.oid END AS object
+              FROM level
+        ),
+        granted AS (
+            SELECT 'f'::pg_catalog.text AS kind, p.oid AS object, ''::pg_catalog.name AS col, acl.grantee, acl.privilege_type
+              FROM pg_catalog.pg_proc AS p, LATERAL pg_catalog.aclexplode(p.proacl) AS acl
+             WHERE acl.grantee OPERATOR(pg_catalog.<>) p.proowner
+            UNION ALL
+            SELECT 't', c.oid, '', acl.grantee, acl.privilege_type
+              FROM pg_catalog.pg_class AS c, LATERAL pg_catalog.aclexplode(c.relacl) AS acl
+             WHERE acl.grantee OPERATOR(pg_catalog.<>) c.relowner
+            UNION ALL
+            SELECT 'c', a.attrelid, a.attname, acl.grantee, acl.privilege_type
+              FROM pg_catalog.pg_attribute AS a, LATERAL pg_catalog.aclexplode(a.attacl) AS acl
+        )
+        SELECT r.oid::pg_catalog.regrole
+          FROM pg_catalog.pg_roles AS r
+         WHERE NOT EXISTS (
+               SELECT FROM wanted
+                WHERE NOT EXISTS (
+                      SELECT FROM granted
+                       WHERE granted.grantee OPERATOR(pg_catalog.=) r.oid
+                         AND granted.kind OPERATOR(pg_catalog.=) wanted.kind
+                         AND granted.object OPERATOR(pg_catalog.=) wanted.object
+                         AND granted.col OPERATOR(pg_catalog.=) wanted.col
+                         AND granted.privilege_type OPERATOR(pg_catalog.=)
+                             CASE WHEN wanted.kind OPERATOR(pg_catalog.=) 'f' THEN 'EXECUTE' ELSE 'SELECT' END))
+    LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT (waits_for_key) ON TABLE @extschema@.send_jobs TO %s', monitor);
+    END LOOP;
+END $$;
+COMMENT ON INDEX @extschema@.send_jobs_pending_unkeyed_queue_idx IS 'The claim''s pending branch for one queue''s jobs without an ordering key, in claim order (pending jobs without a key only).';
 COMMENT ON COLUMN @extschema@.send_jobs.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
 COMMENT ON INDEX @extschema@.send_jobs_pending_keyed_queue_idx IS 'Ordered jobs that may be free, by queue in claim order: the claims'' passes for them (pending jobs with a key that do not wait for it only).';

@@ -71,8 +71,11 @@ pending AS MATERIALIZED (
        AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
        AND next_attempt_at <= $1
 --- variant only_queue
+       -- queue $4's jobs without a key (send_jobs_pending_unkeyed_queue_idx: the ordered
+       -- jobs of a queue of them are not read); one test, before the scan: queue $4 is
+       -- the only one with pending jobs
+       AND queue = $4
        AND job.ordering_key IS NULL
-       -- one test, before the scan: queue $4 is the only one with pending jobs
        AND NOT (SELECT others.exist FROM others)
 --- variant one_queue
        AND queue = $4
@@ -114,12 +117,10 @@ pending AS MATERIALIZED (
                                        OR EXISTS (SELECT FROM @extschema@.send_jobs_finished AS stopping
                                                    WHERE stopping.id = blocked.job_id AND stopping.status = 'failed'))))
 --- end
---- variant only_queue
-     ORDER BY claim_order, id
---- variant one_queue, other_queues, limited_queue
-     -- in the order of send_jobs_pending_queue_idx, queue first: the one index that
-     -- gives it, so no plan reads the queue's backlog to sort it (a plan for the values
-     -- did so after a burst, with statistics from before it: src/tests/plans.rs)
+     -- in the order of send_jobs_pending_queue_idx (and of its part without ordered jobs,
+     -- send_jobs_pending_unkeyed_queue_idx), queue first: the indexes that give it, so no
+     -- plan reads the queue's backlog to sort it (a plan for the values did so after a
+     -- burst, with statistics from before it: src/tests/plans.rs)
      ORDER BY job.queue, claim_order, id
 --- end
      LIMIT $2
