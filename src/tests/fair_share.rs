@@ -13,7 +13,7 @@
 mod tests {
     use pgrx::prelude::*;
 
-    use crate::tests::check_sequences;
+    use crate::tests::{check_sequences, one_at_a_time};
     use proptest::prelude::*;
 
     const QUEUES: [&str; 4] = ["qa", "qb", "qc", "qd"];
@@ -292,6 +292,7 @@ mod tests {
     /// before its release).
     #[pg_test]
     fn an_expired_lease_and_ordered_jobs_keep_a_claim_to_its_batch() {
+        one_at_a_time();
         crate::fair_share::forget_place();
         // A job of key acct0 claimed under a lease that expires at once (its worker died),
         // and 49 more ordered jobs in its queue.
@@ -315,6 +316,7 @@ mod tests {
 
     #[pg_test]
     fn claims_from_any_queue_serve_the_queues_in_turn() {
+        one_at_a_time();
         Spi::run("SET LOCAL client_min_messages = error").unwrap();
         check_sequences(
             300,

@@ -24,7 +24,7 @@ mod tests {
 
     use std::collections::HashMap;
 
-    use crate::tests::check_sequences;
+    use crate::tests::{check_sequences, one_at_a_time};
     use proptest::prelude::*;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -927,6 +927,7 @@ mod tests {
 
     #[pg_test]
     fn the_extension_matches_the_reference_model() {
+        one_at_a_time();
         Spi::run(
             "CREATE TABLE model_txn (id text PRIMARY KEY, status text NOT NULL);
              SELECT sendjobs_guard_terminal('model_txn');

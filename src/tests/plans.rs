@@ -5,15 +5,10 @@
 mod tests {
     use pgrx::prelude::*;
 
-    use crate::tests::{one, run};
-
-    /// Each test here counts what its statements read in send_jobs' indexes, and a
-    /// scan steps over the rows other transactions hold uncommitted, which tests running
-    /// at once write by the 100,000 (two of them bursts of the same queues): they take
-    /// turns, on a transaction-level advisory lock of their own.
-    fn one_at_a_time() {
-        run("SELECT pg_advisory_xact_lock(hashtext('sendjobs src/tests/plans.rs'))");
-    }
+    // Each test here counts what its statements read in send_jobs' indexes, and a scan
+    // steps over the rows other transactions hold uncommitted, which tests running at
+    // once write by the 100,000 (two of them bursts of the same queues): one at a time.
+    use crate::tests::{one, one_at_a_time, run};
 
     /// A node's "Actual Rows": an integer before PostgreSQL 18, a number with decimals
     /// (an average over loops) since (as_i64 read 0 there, which made these checks pass
