@@ -101,6 +101,18 @@ BEGIN
         EXECUTE pg_catalog.format('GRANT SELECT (waits_for_key) ON TABLE @extschema@.send_jobs TO %s', monitor);
     END LOOP;
 END $$;
+-- Postgres recorded those grants as the extension's initial privileges of the column, as
+-- it records every GRANT of an extension script; they are the users' grants, which pg_dump
+-- must dump, and a fresh install has none for the column (sendjobs--0.2.1--0.3.0.sql says
+-- more; the upgrade test compares the two catalogs).
+DELETE FROM pg_catalog.pg_init_privs AS ip
+ USING pg_catalog.pg_attribute AS a
+ WHERE ip.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+   AND ip.objoid OPERATOR(pg_catalog.=) '@extschema@.send_jobs'::pg_catalog.regclass::pg_catalog.oid
+   AND ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+   AND a.attrelid OPERATOR(pg_catalog.=) ip.objoid
+   AND a.attnum OPERATOR(pg_catalog.=) ip.objsubid
+   AND a.attname OPERATOR(pg_catalog.=) 'waits_for_key'::pg_catalog.name;
 COMMENT ON INDEX @extschema@.send_jobs_pending_unkeyed_queue_idx IS 'The claim''s pending branch for one queue''s jobs without an ordering key, in claim order (pending jobs without a key only).';
 COMMENT ON COLUMN @extschema@.send_jobs.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
 COMMENT ON COLUMN @extschema@.send_jobs_finished.waits_for_key IS 'True while the job is known to wait behind an earlier job of its ordering key (a claim found it not free): the claims pass over it until a job of its key finishes or goes back to pending, or its key is let go. Always false without a key, and once finished.';
