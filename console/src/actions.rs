@@ -12,11 +12,11 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 
-use crate::auth::{self, Operator, CSRF_COOKIE, OPERATOR_COOKIE};
+use crate::auth::{self, Operator, OPERATOR_COOKIE};
 use crate::error::{PageError, PageResult};
 use crate::pages::queues::queue_href;
-use crate::pages::{layout, parse_id, parse_queue, Action};
-use crate::Shared;
+use crate::pages::{form_queue, layout, parse_id, Action};
+use crate::{text, Shared};
 
 /// The most jobs one redrive request may name.
 const MAX_REDRIVE: usize = 1000;
@@ -59,7 +59,7 @@ async fn authorize(
     action: Action,
 ) -> PageResult<Caller> {
     let refuse = |why: &str| {
-        tracing::warn!(remote = %remote, action = action.name(), "action refused: {why}");
+        tracing::warn!(remote = %remote, action = action.name(), why = ?why, "action refused");
         PageError::Forbidden(why.to_string())
     };
     if !app.auth.token_configured() {
@@ -67,10 +67,7 @@ async fn authorize(
             "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs",
         ));
     }
-    if !app
-        .auth
-        .csrf_valid(auth::cookie(headers, CSRF_COOKIE), form.one("csrf"))
-    {
+    if !app.auth.csrf_valid(headers, form.one("csrf")) {
         return Err(refuse(
             "the form's CSRF token is missing or wrong: reload the page and try again",
         ));
@@ -88,7 +85,7 @@ async fn authorize(
             action.function(),
             action.levels()
         );
-        tracing::warn!(remote = %remote, operator = %operator.name, action = action.name(), "action refused: {why}");
+        tracing::warn!(remote = %remote, operator = %operator.name, action = action.name(), why = ?why, "action refused");
         return Err(PageError::Forbidden(why));
     }
     Ok(Caller { remote, operator })
@@ -119,7 +116,7 @@ pub async fn redrive(
     body: Bytes,
 ) -> PageResult<Response> {
     let form = Form::parse(&body);
-    let queue = form.one("queue").map(parse_queue).transpose()?;
+    let queue = form.one("queue").map(form_queue).transpose()?;
     let ids = form
         .all("id")
         .map(parse_id)
@@ -163,7 +160,7 @@ pub async fn redrive(
         }
         Err(err) => {
             tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
-                ids = ?ids, result = %err, "action failed");
+                ids = ?ids, result = ?err.to_string(), "action failed");
             Ok(result_page(
                 "Not redriven",
                 false,
@@ -186,7 +183,7 @@ pub async fn cancel(
     let back = format!("/jobs/{id}");
     match app.db.cancel(id).await {
         Ok(answer) => {
-            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = %answer, "action");
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = ?answer, "action");
             let ok = answer == "applied";
             Ok(result_page(
                 if ok { "Cancelled" } else { "Not cancelled" },
@@ -198,7 +195,7 @@ pub async fn cancel(
             ))
         }
         Err(err) => {
-            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = %err, "action failed");
+            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = ?err.to_string(), "action failed");
             Ok(result_page(
                 "Not cancelled",
                 false,
@@ -235,7 +232,7 @@ async fn pause_or_resume(
     action: Action,
 ) -> PageResult<Response> {
     let form = Form::parse(&body);
-    let queue = parse_queue(form.one("queue").unwrap_or(""))?;
+    let queue = form_queue(form.one("queue").unwrap_or(""))?;
     let caller = authorize(&app, &headers, remote, &form, action).await?;
     let back = queue_href(&queue);
     let result = if action == Action::Pause {
@@ -250,16 +247,16 @@ async fn pause_or_resume(
     };
     match result {
         Ok(()) => {
-            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = %queue, result = "applied", "action");
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = ?queue, result = "applied", "action");
             Ok(result_page(
                 verb,
                 true,
-                html! { (verb) " the queue " code { (queue) } "." },
+                html! { (verb) " the queue " code { (text::name(&queue)) } "." },
                 &back,
             ))
         }
         Err(err) => {
-            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = %queue, result = %err, "action failed");
+            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = ?queue, result = ?err.to_string(), "action failed");
             Ok(result_page(
                 "Nothing changed",
                 false,
@@ -282,10 +279,7 @@ pub async fn sign_in(
             "actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set".into(),
         ));
     }
-    if !app
-        .auth
-        .csrf_valid(auth::cookie(&headers, CSRF_COOKIE), form.one("csrf"))
-    {
+    if !app.auth.csrf_valid(&headers, form.one("csrf")) {
         tracing::warn!(remote = %remote, action = "signin", "refused: CSRF token missing or wrong");
         return Err(PageError::Forbidden(
             "the form's CSRF token is missing or wrong: reload the page and try again".into(),
@@ -320,10 +314,7 @@ pub async fn sign_out(
     body: Bytes,
 ) -> PageResult<Response> {
     let form = Form::parse(&body);
-    if !app
-        .auth
-        .csrf_valid(auth::cookie(&headers, CSRF_COOKIE), form.one("csrf"))
-    {
+    if !app.auth.csrf_valid(&headers, form.one("csrf")) {
         return Err(PageError::Forbidden(
             "the form's CSRF token is missing or wrong".into(),
         ));

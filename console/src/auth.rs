@@ -6,11 +6,13 @@
 //! - **The session** is a cookie `sjc_operator` = `<name>.<expires>.<mac>`, the MAC an
 //!   HMAC-SHA-256 under a random per-process secret: it cannot be forged, ends after
 //!   8 hours, and every session ends when the console restarts. HttpOnly, SameSite=Strict.
-//! - **CSRF**: signed double submit. A random cookie `sjc_csrf` (SameSite=Strict,
-//!   HttpOnly), and every form carries `csrf` = HMAC(secret, that cookie); a POST is
-//!   refused unless the field matches the cookie it came with. Another site can neither
-//!   read the field nor compute it, and a cookie planted by a sibling host is useless
-//!   without the secret.
+//! - **CSRF**: signed double submit, bound to the session. A random cookie `sjc_csrf`
+//!   (SameSite=Strict, HttpOnly), and every form carries `csrf` = HMAC(secret, that
+//!   cookie and the session cookie, if a valid one came with the page); a POST is refused
+//!   unless the field matches the cookies it came with. Another site can neither read the
+//!   field nor compute it; and one who plants a cookie of their own choosing (a sibling
+//!   host can) and reads its field from a page gets the field of no session, which opens
+//!   no action and no one else's sign-out.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -89,19 +91,28 @@ impl Auth {
         hex(&bytes)
     }
 
-    /// The CSRF field that the forms of a page carry, for the cookie it goes with.
-    pub fn csrf_field(&self, cookie: &str) -> String {
-        self.mac("csrf", cookie)
+    /// The CSRF field that the forms of a page carry, for the CSRF cookie and the session
+    /// (`session_of`) it goes with.
+    pub fn csrf_field(&self, cookie: &str, session: Option<&str>) -> String {
+        self.mac("csrf", &format!("{cookie}\0{}", session.unwrap_or("")))
     }
 
-    /// Whether a POST's CSRF field belongs to its cookie.
-    pub fn csrf_valid(&self, cookie: Option<&str>, field: Option<&str>) -> bool {
-        match (cookie, field) {
-            (Some(cookie), Some(field)) if !cookie.is_empty() => {
-                bool::from(self.csrf_field(cookie).as_bytes().ct_eq(field.as_bytes()))
-            }
+    /// Whether a POST's CSRF field belongs to the cookies it came with.
+    pub fn csrf_valid(&self, headers: &HeaderMap, field: Option<&str>) -> bool {
+        match (cookie(headers, CSRF_COOKIE), field) {
+            (Some(csrf), Some(field)) if !csrf.is_empty() => bool::from(
+                self.csrf_field(csrf, self.session_of(headers))
+                    .as_bytes()
+                    .ct_eq(field.as_bytes()),
+            ),
             _ => false,
         }
+    }
+
+    /// The session cookie of a request, if it holds a valid session.
+    pub fn session_of<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
+        let value = cookie(headers, OPERATOR_COOKIE)?;
+        self.operator(Some(value)).is_some().then_some(value)
     }
 
     /// The session cookie's value for `name`, signed.
@@ -192,15 +203,46 @@ mod tests {
         assert!(!auth(None).token_matches(""));
     }
 
+    fn cookies(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let value = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        headers.insert(axum::http::header::COOKIE, value.parse().unwrap());
+        headers
+    }
+
     #[test]
     fn a_csrf_field_belongs_to_its_cookie() {
         let a = auth(None);
-        let field = a.csrf_field("cookie-1");
-        assert!(a.csrf_valid(Some("cookie-1"), Some(&field)));
-        assert!(!a.csrf_valid(Some("cookie-2"), Some(&field)));
-        assert!(!a.csrf_valid(None, Some(&field)));
-        assert!(!a.csrf_valid(Some("cookie-1"), None));
-        assert!(!a.csrf_valid(Some(""), Some(&a.csrf_field(""))));
+        let field = a.csrf_field("cookie-1", None);
+        assert!(a.csrf_valid(&cookies(&[(CSRF_COOKIE, "cookie-1")]), Some(&field)));
+        assert!(!a.csrf_valid(&cookies(&[(CSRF_COOKIE, "cookie-2")]), Some(&field)));
+        assert!(!a.csrf_valid(&cookies(&[]), Some(&field)));
+        assert!(!a.csrf_valid(&cookies(&[(CSRF_COOKIE, "cookie-1")]), None));
+        assert!(!a.csrf_valid(
+            &cookies(&[(CSRF_COOKIE, "")]),
+            Some(&a.csrf_field("", None))
+        ));
+    }
+
+    #[test]
+    fn a_csrf_field_without_the_session_opens_nothing_with_it() {
+        let a = auth(Some("a-token-of-twenty-chars"));
+        let session = a.session_value("alice");
+        let with_session = cookies(&[(CSRF_COOKIE, "planted"), (OPERATOR_COOKIE, &session)]);
+        // What a page hands out for the planted cookie to one without the session.
+        let handed_out = a.csrf_field("planted", None);
+        assert!(!a.csrf_valid(&with_session, Some(&handed_out)));
+        assert!(a.csrf_valid(
+            &with_session,
+            Some(&a.csrf_field("planted", Some(&session)))
+        ));
+        // Another operator's session gives another field.
+        let other = a.session_value("bob");
+        assert!(!a.csrf_valid(&with_session, Some(&a.csrf_field("planted", Some(&other)))));
     }
 
     #[test]

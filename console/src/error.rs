@@ -62,6 +62,10 @@ pub enum PageError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    Timeout(String),
     #[error("the database: {0}")]
     Database(#[from] DbError),
 }
@@ -72,6 +76,8 @@ impl PageError {
             PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
             PageError::Forbidden(_) => StatusCode::FORBIDDEN,
             PageError::NotFound(_) => StatusCode::NOT_FOUND,
+            PageError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            PageError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             // Bad input the database refused (a timestamp it cannot read, a value out of
             // range): the request's fault, and nothing changed.
             PageError::Database(err) if err.sqlstate().is_some_and(|s| s.starts_with("22")) => {

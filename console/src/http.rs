@@ -1,8 +1,11 @@
-//! The routes, and what every response gets: security headers, the handler's time as a
-//! `Server-Timing` header, and the CSRF cookie when the browser has none yet.
+//! The routes, and what every response gets, a refusal too: security headers, the
+//! handler's time as a `Server-Timing` header, and the CSRF cookie when the browser has
+//! none yet. A request is refused unless it comes from here and its body arrives whole
+//! in time (its head's time is src/serve.rs's).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderValue};
 use axum::http::Method;
@@ -12,6 +15,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::auth::{self, CSRF_COOKIE};
+use crate::error::PageError;
 use crate::{actions, assets, pages, App, Shared};
 
 /// The CSRF cookie of this request (the browser's, or the one this response sets).
@@ -34,7 +38,7 @@ pub fn router(app: Shared) -> Router {
         .route("/actions/resume", post(actions::resume))
         .route("/assets/console.css", get(assets::css))
         .route("/assets/console.js", get(assets::js))
-        .fallback(|| async { crate::error::PageError::NotFound("no such page".into()) })
+        .fallback(|| async { PageError::NotFound("no such page".into()) })
         .layer(middleware::from_fn_with_state(app.clone(), every_response))
         .with_state(app)
 }
@@ -79,20 +83,28 @@ fn from_here(app: &App, request: &Request) -> Result<(), &'static str> {
     Ok(())
 }
 
-async fn every_response(State(app): State<Shared>, mut request: Request, next: Next) -> Response {
-    if let Err(why) = from_here(&app, &request) {
-        tracing::warn!(why, host = ?request.headers().get(header::HOST), "refused");
-        return crate::error::PageError::Forbidden(why.into()).into_response();
-    }
+/// The most a request's body may hold: a form (a redrive of 1,000 ids is about 20 KiB).
+const MAX_BODY: usize = 256 * 1024;
+/// The time a request's body has to arrive once its head has (src/serve.rs bounds the head).
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn every_response(State(app): State<Shared>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let existing = auth::cookie(request.headers(), CSRF_COOKIE)
-        .filter(|c| !c.is_empty())
-        .map(str::to_string);
-    let new_cookie = existing.is_none().then(|| app.auth.new_csrf_cookie());
-    let csrf = existing.or_else(|| new_cookie.clone()).unwrap_or_default();
-    request.extensions_mut().insert(CsrfCookie(csrf));
     let path = request.uri().path().to_string();
-    let mut response = next.run(request).await.into_response();
+    let mut new_cookie = None;
+    // A refusal gets the same headers as a page (below).
+    let mut response = match admitted(&app, request).await {
+        Ok(mut request) => {
+            let existing = auth::cookie(request.headers(), CSRF_COOKIE)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string);
+            new_cookie = existing.is_none().then(|| app.auth.new_csrf_cookie());
+            let csrf = existing.or_else(|| new_cookie.clone()).unwrap_or_default();
+            request.extensions_mut().insert(CsrfCookie(csrf));
+            next.run(request).await.into_response()
+        }
+        Err(refusal) => refusal.into_response(),
+    };
     let took = started.elapsed().as_secs_f64() * 1000.0;
     let headers = response.headers_mut();
     if let Some(cookie) = new_cookie {
@@ -120,6 +132,33 @@ async fn every_response(State(app): State<Shared>, mut request: Request, next: N
     if let Ok(value) = HeaderValue::from_str(&format!("app;dur={took:.2}")) {
         headers.insert("server-timing", value);
     }
-    tracing::debug!(path, ms = took, "served");
+    tracing::debug!(?path, ms = took, "served");
     response
+}
+
+/// The request, if it may be served: it comes from here (`from_here`), and its body
+/// arrived whole, within its size and time.
+async fn admitted(app: &App, request: Request) -> Result<Request, PageError> {
+    if let Err(why) = from_here(app, &request) {
+        tracing::warn!(why, host = ?request.headers().get(header::HOST), "refused");
+        return Err(PageError::Forbidden(why.into()));
+    }
+    let (parts, body) = request.into_parts();
+    let body = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await
+    {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => {
+            return Err(PageError::TooLarge(format!(
+                "a request's body holds at most {} KiB",
+                MAX_BODY / 1024
+            )))
+        }
+        Err(_) => {
+            return Err(PageError::Timeout(format!(
+                "the request's body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            )))
+        }
+    };
+    Ok(Request::from_parts(parts, Body::from(body)))
 }

@@ -11,7 +11,10 @@ mod auth;
 mod db;
 mod error;
 mod http;
+mod log;
 mod pages;
+mod serve;
+mod text;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,6 +54,15 @@ struct Args {
     /// for any other Host is refused (DNS rebinding).
     #[arg(long)]
     public_host: Vec<String>,
+
+    /// Connections open at once; at the cap the console accepts no more until one closes.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(2..))]
+    max_connections: u16,
+
+    /// Seconds a connection has to send a request's head (one second once half the
+    /// connections are open); a connection that has not is closed.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    header_timeout: u16,
 }
 
 /// What every handler shares.
@@ -65,10 +77,7 @@ pub type Shared = Arc<App>;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    log::init();
     let args = Args::parse();
     match run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -111,11 +120,11 @@ async fn run(args: Args) -> Result<(), error::StartError> {
             addr: args.listen,
             source,
         })?;
-    axum::serve(
-        listener,
-        http::router(app).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async {
+    let limits = serve::Limits {
+        max_connections: usize::from(args.max_connections),
+        header_timeout: std::time::Duration::from_secs(u64::from(args.header_timeout)),
+    };
+    serve::serve(listener, http::router(app), limits, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await

@@ -10,6 +10,7 @@ import { chromium } from "playwright-core";
 import pg from "pg";
 import { mkdirSync } from "node:fs";
 import http from "node:http";
+import net from "node:net";
 
 const ADMIN = process.env.CONSOLE_ADMIN;
 const MONITOR = process.env.CONSOLE_MONITOR;
@@ -43,13 +44,13 @@ async function post(base, path, cookies, fields) {
   post.lastText = await r.text();
   return r.status;
 }
-/** A request with headers fetch would not let one set (Host): its status. */
+/** A request with headers fetch would not let one set (Host): its status and headers. */
 function raw(base, method, path, headers, body = "") {
   const url = new URL(base + path);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
       res.resume();
-      res.on("end", () => resolve(res.statusCode));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers }));
     });
     req.on("error", reject);
     req.end(body);
@@ -61,6 +62,15 @@ async function csrfPair(base) {
   const cookie = r.headers.get("set-cookie").split(";")[0];
   const field = (await r.text()).match(/name="csrf" value="([0-9a-f]+)"/)[1];
   return { cookie, field };
+}
+/** The headers docs/console.md promises on every response. */
+function promisedHeaders(h) {
+  return (h["content-security-policy"] || "").includes("frame-ancestors 'none'") && h["x-frame-options"] === "DENY" &&
+         h["x-content-type-options"] === "nosniff" && h["referrer-policy"] === "no-referrer" && h["cache-control"] === "no-store";
+}
+/** The queues paused now, by name. */
+async function pausedQueues() {
+  return (await one("SELECT queue FROM sendjobs_queues WHERE paused ORDER BY queue")).map((r) => r.queue);
 }
 async function signIn(page, base, name) {
   await page.goto(base + "/queues");
@@ -116,6 +126,11 @@ try {
   await page.goto(ADMIN + "/queue?name=acme");
   const boxes = await page.$$("#failed input[name=id]");
   check(boxes.length === 5, "5 failed jobs are still selectable (the redriven one is not)");
+  await page.check("#select-all");
+  check((await page.$$eval("#failed input[name=id]", (all) => all.filter((b) => b.checked).length)) === 5,
+        "select all checks the 5 boxes");
+  await page.uncheck("#select-all");
+  check((await page.$$("#failed input[name=id]:checked")).length === 0, "and unchecks them");
   const picked = [];
   for (const box of boxes.slice(0, 2)) { await box.check(); picked.push(+(await box.getAttribute("value"))); }
   before = JSON.parse(await snapshot());
@@ -153,6 +168,43 @@ try {
   const undotted = await one("SELECT queue FROM sendjobs_queues WHERE paused ORDER BY queue");
   check(JSON.stringify(undotted) === JSON.stringify([{ queue: "initech" }]), "and resumed from it");
 
+  console.log("== names that look alike draw differently; a line break names its own queue");
+  await page.goto(ADMIN + "/queues");
+  const drawn = Object.fromEntries(await page.$$eval("#queues tbody tr", (rows) => rows.map((r) =>
+    [r.dataset.queue, { text: r.querySelector("td a").innerText, marked: !!r.querySelector("td a .esc, td a .beyond-ascii") }])));
+  const lookalikes = ["acme\u200b", "\u202eemca", " acme", "acme ", "\u0430cme"];
+  check(lookalikes.every((name) => drawn[name] && drawn[name].marked), "each look-alike of acme is listed, marked");
+  const texts = ["acme", ...lookalikes].map((name) => drawn[name].text);
+  check(new Set(texts).size === 6 && !texts.some((t) => /[\u200b\u202e]/.test(t)) && drawn.acme.text === "acme",
+        `the six draw as six texts, none with an invisible or an override (${JSON.stringify(texts)})`);
+  const forged = (await one("SELECT queue FROM sendjobs_queues WHERE queue LIKE 'forged%'"))[0].queue;
+  const pausedBefore = await pausedQueues();
+  await page.goto(ADMIN + "/queue?name=" + encodeURIComponent(forged));
+  check(!(await page.title()).includes("\n") && (await page.title()).includes("\\u{a}"), "its page's title shows the line break as \\u{a}");
+  await Promise.all([page.waitForNavigation(), page.click("#pause")]);
+  check(JSON.stringify(await pausedQueues()) === JSON.stringify([...pausedBefore, forged].sort()),
+        "the queue with a line break in its name, and only it, is paused from its page");
+  await page.goto(ADMIN + "/queue?name=" + encodeURIComponent(forged));
+  await Promise.all([page.waitForNavigation(), page.click("#resume")]);
+  check(JSON.stringify(await pausedQueues()) === JSON.stringify(pausedBefore), "and resumed from it");
+  await page.goto(ADMIN + "/queue?name=%20acme");
+  await Promise.all([page.waitForNavigation(), page.click("a[href^='/jobs?queue=']")]);
+  check((await page.$$("#jobs tbody tr")).length === 3, "the jobs of ' acme' are its 3, not acme's");
+  const reversed = (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = 'reversed'"))[0].id;
+  await page.goto(`${ADMIN}/jobs/${reversed}`);
+  const payloadText = await page.textContent("#payload");
+  check(!payloadText.includes("\u202e") && payloadText.includes("\\u{202e}evil.example"), "a payload's override is shown, not obeyed");
+
+  console.log("== the header's box: a key of digits, a key, and a monitor who cannot search keys");
+  const digits = (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = '424242'"))[0].id;
+  for (const [typed, want] of [["424242", digits], [" acme/1 ", null]]) {
+    await page.goto(ADMIN + "/queues");
+    await page.fill("header input[name=q]", typed);
+    await Promise.all([page.waitForNavigation(), page.press("header input[name=q]", "Enter")]);
+    const id = want ?? (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = 'acme/1'"))[0].id;
+    check(page.url().endsWith(`/jobs/${id}`), `${JSON.stringify(typed)} in the box opens job ${id}`);
+  }
+
   console.log("== search by transaction id");
   await page.goto(ADMIN + "/jobs");
   await page.fill("input[name=transaction_id]", "tx-12");
@@ -169,7 +221,11 @@ try {
   const field = await page.getAttribute("input[name=csrf]", "value");
   const target = (await one("SELECT id::int FROM send_jobs WHERE queue = 'globex' AND status = 'pending' ORDER BY id LIMIT 1"))[0].id;
   const sessionCookie = `sjc_operator=${session.value}`, csrfCookie = `sjc_csrf=${csrf.value}`;
+  // A cookie of one's own choosing (a sibling host can plant one) and the field a page
+  // hands out for it to one without the session.
+  const planted = await csrfPair(ADMIN);
   const cases = [
+    ["cancel with a planted cookie and the field a page hands out for it", "/actions/cancel", [planted.cookie, sessionCookie], { csrf: planted.field, id: target }],
     ["cancel without the operator session", "/actions/cancel", [csrfCookie], { csrf: field, id: target }],
     ["cancel with a wrong CSRF token", "/actions/cancel", [csrfCookie, sessionCookie], { csrf: "0".repeat(64), id: target }],
     ["cancel with another cookie's CSRF token", "/actions/cancel", [`sjc_csrf=${"a".repeat(32)}`, sessionCookie], { csrf: field, id: target }],
@@ -191,8 +247,8 @@ try {
   check((await fetch(`${ADMIN}/actions/cancel?id=${target}`)).status === 405, "an action by GET: 405");
   // DNS rebinding: another site's name pointed at 127.0.0.1 brings its own Host.
   const port = new URL(ADMIN).port;
-  check((await raw(ADMIN, "GET", "/queues", { host: `evil.example:${port}` })) === 403,
-        "a page asked for under another Host: 403");
+  const rebound = await raw(ADMIN, "GET", "/queues", { host: `evil.example:${port}` });
+  check(rebound.status === 403 && promisedHeaders(rebound.headers), "a page asked for under another Host: 403, with the promised headers");
   // A form of another origin, or of another port of this host (the same site to a browser).
   const form = new URLSearchParams({ csrf: field, id: target }).toString();
   const formHeaders = { host: new URL(ADMIN).host, cookie: [csrfCookie, sessionCookie].join("; "),
@@ -200,8 +256,9 @@ try {
   for (const [what, extra] of [["an Origin of another port", { origin: `http://127.0.0.1:${Number(port) + 1}` }],
                                ["Sec-Fetch-Site same-site", { "sec-fetch-site": "same-site" }]]) {
     before = await snapshot();
-    check((await raw(ADMIN, "POST", "/actions/cancel", { ...formHeaders, ...extra }, form)) === 403 &&
-          (await snapshot()) === before, `cancel with ${what}: 403, nothing changed`);
+    const refused = await raw(ADMIN, "POST", "/actions/cancel", { ...formHeaders, ...extra }, form);
+    check(refused.status === 403 && promisedHeaders(refused.headers) && (await snapshot()) === before,
+          `cancel with ${what}: 403 with the promised headers, nothing changed`);
   }
   // The control: the same session and CSRF pair does act (so the refusals above are the checks').
   check((await post(ADMIN, "/actions/cancel", [csrfCookie, sessionCookie], { csrf: field, id: target })) === 200 &&
@@ -214,6 +271,11 @@ try {
   await mpage.goto(MONITOR + "/queue?name=acme");
   check((await mpage.$$("#failed input[name=id], #redrive, #pause, #resume")).length === 0, "no checkbox, redrive or pause on acme");
   check((await mpage.textContent("main")).includes("Not allowed: redrive"), "the page says redrive is not allowed");
+  await mpage.fill("header input[name=q]", "acme/1");
+  await Promise.all([mpage.waitForNavigation(), mpage.press("header input[name=q]", "Enter")]);
+  check((await mpage.textContent("#box-note")).includes("may not read send_job_keys"),
+        "a key in the box: the page says the role cannot search keys");
+  await mpage.goto(MONITOR + "/queue?name=acme");
   const pending = (await one("SELECT id::int FROM send_jobs WHERE queue = 'globex' AND status = 'in_flight' ORDER BY id LIMIT 1"))[0].id;
   await mpage.goto(`${MONITOR}/jobs/${pending}`);
   check((await mpage.$$("#cancel")).length === 0, "no cancel button on a job in flight");
@@ -243,6 +305,23 @@ try {
   await npage.goto(`${NOTOKEN}/jobs/${linked}`);
   check((await npage.textContent("#payload-hidden")).includes("sign in") && (await npage.$$("#payload, #business")).length === 0,
         "without a signed-in operator, no payload and no business row");
+
+  console.log("== half-sent requests neither lock the operator out nor stay open");
+  // The console without a token runs with 16 connections and 3 s for a request's head
+  // (run.sh); 48 connections each send half a head and no more, all connected before
+  // the operator's request.
+  const slow = new URL(NOTOKEN);
+  let closed = 0;
+  const halfSent = await Promise.all(Array.from({ length: 48 }, () => new Promise((resolve, reject) => {
+    const s = net.connect(+slow.port, slow.hostname, () => s.write(`GET /queues HTTP/1.1\r\nHost: ${slow.host}\r\nX-Slow: `, () => resolve(s)));
+    s.on("close", () => { closed += 1; });
+    s.on("error", (e) => { if (e.code !== "ECONNRESET") { reject(e); } });
+  })));
+  const served = await fetch(NOTOKEN + "/queues", { signal: AbortSignal.timeout(60000) });
+  check(served.status === 200, "the operator's page is served while 48 half-sent requests wait (16 connections at most)");
+  const deadline = Date.now() + 60000;
+  while (closed < halfSent.length && Date.now() < deadline) { await new Promise((r) => setTimeout(r, 200)); }
+  check(closed === halfSent.length, `the console closed the half-sent requests (${closed} of ${halfSent.length})`);
 
   console.log(`console browser test: ${checks} checks passed`);
 } finally {

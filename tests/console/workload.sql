@@ -40,3 +40,20 @@ SELECT count(*) FROM sendjobs_claim(3, '30 minutes', 'globex');
 -- initech: 4 pending.
 SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'initech', 'n', n), 'initech'))
   FROM generate_series(1, 4) AS n;
+
+-- Hostile names (docs/console.md, "Names as they are"): queues made before 0.3.1 may
+-- have names 0.4.0 refuses, written here past sendjobs_enqueue as such a queue's jobs
+-- were, each with the settings row the update to 0.3.1 gave it. One holds a line break and what looks like a line of the action log; the others
+-- look like acme: a zero-width space, a right-to-left override, a space at either end, a
+-- Cyrillic a. Each has one pending job; ` acme` has three.
+INSERT INTO send_jobs (queue, payload)
+SELECT name, jsonb_build_object('to', name)
+  FROM unnest(ARRAY[E'forged\n2026-01-01T00:00:00.000000Z  INFO action remote=10.0.0.9:1 operator=bob action="cancel" job=1',
+                    E'acme\u200b', E'\u202eemca', ' acme', 'acme ', E'\u0430cme']) AS name;
+INSERT INTO send_jobs (queue, payload) SELECT ' acme', '{}' FROM generate_series(1, 2);
+INSERT INTO sendjobs_queues (queue)
+SELECT DISTINCT queue FROM send_jobs WHERE queue NOT IN ('acme', 'globex', 'initech');
+-- A payload with a right-to-left override, drawn reversed as it is.
+SELECT sendjobs_enqueue(jsonb_build_object('to', E'\u202eevil.example'), 'initech', idempotency_key => 'reversed');
+-- A key of digits only, which is no job's id.
+SELECT sendjobs_enqueue('{}', 'initech', idempotency_key => '424242');

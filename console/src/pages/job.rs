@@ -11,7 +11,10 @@ use crate::db::ChainJob;
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::queues::{query_value, queue_href};
-use crate::pages::{access_notes, layout, opt, parse_id, status_badge, Action, Ctx};
+use crate::pages::{
+    access_notes, layout, opt, opt_name, parse_id, queue_field, status_badge, Action, Ctx,
+};
+use crate::text;
 use crate::Shared;
 
 const CHAIN_LIMIT: usize = 20;
@@ -60,7 +63,7 @@ pub async fn page(
             h1 { "Job " (id) " " (status_badge(&job.status)) }
             (access_notes(&ctx))
             dl.job {
-                dt { "queue" } dd { a href=(queue_href(&job.queue)) { (job.queue) } }
+                dt { "queue" } dd { a href=(queue_href(&job.queue)) { (text::name(&job.queue)) } }
                 dt { "status" } dd #status { (job.status) }
                 dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
                 dt { "claim generation" } dd { (job.claim_generation) }
@@ -72,11 +75,11 @@ pub async fn page(
                     @if job.lease_expired == Some(true) { " " span.warn { "expired: the next claim takes it back" } }
                 }
                 dt { "finished" } dd { (opt(&job.finished_at)) }
-                dt { "transaction" } dd { @if let Some(tx) = &job.transaction_id { a href=(format!("/jobs?transaction_id={}", query_value(tx))) { (tx) } } @else { "—" } }
-                dt { "idempotency key" } dd { (opt(&job.idempotency_key)) }
-                dt { "ordering key" } dd { (opt(&job.ordering_key)) }
+                dt { "transaction" } dd { @if let Some(tx) = &job.transaction_id { a href=(format!("/jobs?transaction_id={}", query_value(tx))) { (text::name(tx)) } } @else { "—" } }
+                dt { "idempotency key" } dd { (opt_name(&job.idempotency_key)) }
+                dt { "ordering key" } dd { (opt_name(&job.ordering_key)) }
                 dt { "priority" } dd { (job.priority) " min" }
-                dt { "last error" } dd { @if let Some(e) = &job.last_error { pre { (e) } } @else { "—" } }
+                dt { "last error" } dd { @if let Some(e) = &job.last_error { pre { (text::block(e)) } } @else { "—" } }
             }
             @if unfinished && ctx.may(Action::Cancel) {
                 form method="post" action="/actions/cancel" {
@@ -88,7 +91,7 @@ pub async fn page(
             @if job.status == "failed" && later.is_empty() && ctx.may(Action::Redrive) {
                 form method="post" action="/actions/redrive" {
                     (ctx.csrf_input())
-                    input type="hidden" name="queue" value=(job.queue);
+                    (queue_field(&job.queue))
                     input type="hidden" name="id" value=(id);
                     p { button type="submit" #redrive { "Redrive this job" } " A new pending job sends it again." }
                 }
@@ -110,7 +113,7 @@ pub async fn page(
             h2 { "Business row" }
             (business_row(&ctx, link.as_ref(), job.transaction_id.as_deref(), business))
             h2 { "Payload" }
-            @if let Some(p) = payload { pre #payload { (p) } }
+            @if let Some(p) = payload { pre #payload { (text::block(&p)) } }
             @else if ctx.privileges.payload && ctx.operator.is_none() { p.muted #payload-hidden { "Hidden until you sign in as an operator." } }
             @else if ctx.privileges.payload { p.muted { "—" } }
             @else { p.muted #payload-hidden { "Hidden: the role " code { (ctx.privileges.role) } " may not read send_jobs.payload." } }
@@ -144,9 +147,9 @@ fn business_row(
                 p.muted { "Shown to a signed-in operator." }
             } @else {
                 @match status {
-                    Some(Some(Some(s))) => p #business { code { (link.table) } " row " code { (transaction_id.unwrap_or_default()) } ": " b { (s) } },
-                    Some(Some(None)) => p #business { code { (link.table) } " row " code { (transaction_id.unwrap_or_default()) } ": status NULL" },
-                    _ => p #business { "No row of " code { (link.table) } " has " (link.key_column) " " code { (transaction_id.unwrap_or_default()) } "." },
+                    Some(Some(Some(s))) => p #business { code { (link.table) } " row " code { (text::name(transaction_id.unwrap_or_default())) } ": " b { (text::name(&s)) } },
+                    Some(Some(None)) => p #business { code { (link.table) } " row " code { (text::name(transaction_id.unwrap_or_default())) } ": status NULL" },
+                    _ => p #business { "No row of " code { (link.table) } " has " (link.key_column) " " code { (text::name(transaction_id.unwrap_or_default())) } "." },
                 }
             }
         } @else {

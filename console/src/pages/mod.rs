@@ -8,6 +8,7 @@ pub mod search;
 
 use axum::http::{HeaderMap, StatusCode};
 use maud::{html, Markup, DOCTYPE};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 
 use crate::auth::{self, Operator, OPERATOR_COOKIE};
 use crate::db::Privileges;
@@ -81,7 +82,7 @@ impl Ctx {
         Ok(Ctx {
             privileges: app.db.privileges().await?,
             operator: app.auth.operator(auth::cookie(headers, OPERATOR_COOKIE)),
-            csrf_field: app.auth.csrf_field(&csrf.0),
+            csrf_field: app.auth.csrf_field(&csrf.0, app.auth.session_of(headers)),
             token_configured: app.auth.token_configured(),
         })
     }
@@ -193,6 +194,22 @@ pub fn opt<T: std::fmt::Display>(value: &Option<T>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
+/// An optional name (a key, a transaction id), drawn as src/text.rs draws names.
+pub fn opt_name(value: &Option<String>) -> Markup {
+    match value {
+        Some(v) => crate::text::name(v),
+        None => html! { "—" },
+    }
+}
+
+/// An optional running text (an error), drawn as src/text.rs draws blocks.
+pub fn opt_block(value: &Option<String>) -> Markup {
+    match value {
+        Some(v) => crate::text::block(v),
+        None => html! { "—" },
+    }
+}
+
 /// The numbers in a path or a form: a clear 400 for anything else.
 pub fn parse_id(text: &str) -> PageResult<i64> {
     text.trim()
@@ -204,6 +221,24 @@ pub fn parse_id(text: &str) -> PageResult<i64> {
                 "{text:?} is not a job id (a positive whole number)"
             ))
         })
+}
+
+/// A form's hidden field of a queue name, percent-encoded: a browser sends every line
+/// break of a field's value as CR LF (the HTML standard's form submission), which would
+/// name another queue.
+pub fn queue_field(queue: &str) -> Markup {
+    let encoded = utf8_percent_encode(queue, NON_ALPHANUMERIC).to_string();
+    html! { input type="hidden" name="queue" value=(encoded); }
+}
+
+/// The queue of a form (`queue_field`).
+pub fn form_queue(value: &str) -> PageResult<String> {
+    let decoded = percent_decode_str(value).decode_utf8().map_err(|_| {
+        crate::error::PageError::BadRequest(
+            "the form's queue is not a percent-encoded UTF-8 name".into(),
+        )
+    })?;
+    parse_queue(&decoded)
 }
 
 /// A queue name as the extension accepts it: 1 to 128 bytes.

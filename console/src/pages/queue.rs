@@ -11,7 +11,10 @@ use maud::{html, Markup};
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::queues::{query_value, queue_href};
-use crate::pages::{access_notes, layout, opt, parse_id, parse_queue, Action, Ctx};
+use crate::pages::{
+    access_notes, layout, opt, opt_block, opt_name, parse_id, parse_queue, queue_field, Action, Ctx,
+};
+use crate::text;
 use crate::Shared;
 
 const PAGE: i64 = 50;
@@ -49,9 +52,9 @@ pub async fn page(
     let can_redrive = ctx.may(Action::Redrive);
     Ok(layout(
         Some(&ctx),
-        &queue,
+        &text::escaped(&queue),
         html! {
-            h1 { "Queue " code { (queue) } }
+            h1 { "Queue " code { (text::name(&queue)) } }
             (access_notes(&ctx))
             @if let Some(s) = stats {
                 p {
@@ -74,13 +77,13 @@ pub async fn page(
             @if paused && ctx.may(Action::Resume) {
                 form method="post" action="/actions/resume" {
                     (ctx.csrf_input())
-                    input type="hidden" name="queue" value=(queue);
+                    (queue_field(&queue))
                     button type="submit" #resume { "Resume the queue" }
                 }
             } @else if !paused && ctx.may(Action::Pause) {
                 form method="post" action="/actions/pause" {
                     (ctx.csrf_input())
-                    input type="hidden" name="queue" value=(queue);
+                    (queue_field(&queue))
                     button type="submit" #pause { "Pause the queue" }
                 }
             }
@@ -91,7 +94,7 @@ pub async fn page(
             } @else {
                 form method="post" action="/actions/redrive" #redrive-form {
                     (ctx.csrf_input())
-                    input type="hidden" name="queue" value=(queue);
+                    (queue_field(&queue))
                     table #failed {
                         thead { tr {
                             @if can_redrive { th { input type="checkbox" #select-all aria-label="select all"; } }
@@ -112,8 +115,8 @@ pub async fn page(
                                     td { (j.finished_at) }
                                     td.n { (j.attempts) }
                                     td.n { (j.claim_generation) }
-                                    td { (opt(&j.transaction_id)) }
-                                    td { (opt(&j.last_error)) }
+                                    td { (opt_name(&j.transaction_id)) }
+                                    td { (opt_block(&j.last_error)) }
                                     td { @if let Some(n) = j.redriven_as { a href=(format!("/jobs/{n}")) { (n) } } @else { "—" } }
                                 }
                             }

@@ -14,6 +14,7 @@ use crate::db::{ChartPoint, QueueLimits, QueueStats};
 use crate::error::PageResult;
 use crate::http::CsrfCookie;
 use crate::pages::{access_notes, layout, opt, Ctx};
+use crate::text;
 use crate::Shared;
 
 pub async fn page(
@@ -84,7 +85,7 @@ async fn live_table(app: &Arc<crate::App>) -> PageResult<Markup> {
                         @let s = by_name.get(name);
                         @let failing = s.is_some_and(|s| s.failed_5m > 0);
                         tr data-queue=(name) class=(if failing { "failing" } else { "" }) {
-                            td { a href=(queue_href(name)) { (name) } }
+                            td { a href=(queue_href(name)) { (text::name(name)) } }
                             @if let Some(s) = s {
                                 td.n { (s.ready) (if s.estimated { "~" } else { "" }) }
                                 td.n { (s.scheduled) }

@@ -20,7 +20,8 @@ use crate::db::Filters;
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::queues::{query_value, queue_href};
-use crate::pages::{layout, opt, parse_id, parse_queue, status_badge, Ctx};
+use crate::pages::{layout, opt, opt_block, opt_name, parse_id, parse_queue, status_badge, Ctx};
+use crate::text;
 use crate::Shared;
 
 const PAGE: i64 = 50;
@@ -34,6 +35,8 @@ pub async fn page(
     Extension(csrf): Extension<CsrfCookie>,
     Query(query): Query<HashMap<String, String>>,
 ) -> PageResult<Response> {
+    // Numbers, times and the header's box are trimmed; names are exact: the queue ` acme`
+    // is not `acme`, nor its transaction ids theirs.
     let given = |name: &str| {
         query
             .get(name)
@@ -41,10 +44,11 @@ pub async fn page(
             .filter(|v| !v.is_empty())
             .map(str::to_string)
     };
+    let exact = |name: &str| query.get(name).filter(|v| !v.is_empty()).cloned();
     let mut filters = Filters {
-        queue: given("queue").map(|q| parse_queue(&q)).transpose()?,
+        queue: exact("queue").map(|q| parse_queue(&q)).transpose()?,
         status: given("status"),
-        transaction_id: given("transaction_id"),
+        transaction_id: exact("transaction_id"),
         created_from: given("from"),
         created_to: given("to"),
     };
@@ -57,16 +61,24 @@ pub async fn page(
         }
     }
     let ctx = Ctx::new(&app, &headers, &csrf).await?;
-    let mut key = given("idempotency_key");
-    // The header's box: a number is a job id, anything else a transaction id or a key.
+    let mut key = exact("idempotency_key");
+    // The header's box: a job's id, else an idempotency key, else a transaction id.
+    let mut box_note = None;
     if let Some(q) = given("q") {
-        if q.bytes().all(|b| b.is_ascii_digit()) {
-            return Ok(Redirect::to(&format!("/jobs/{}", parse_id(&q)?)).into_response());
+        if let Some(id) = q.parse::<i64>().ok().filter(|id| *id > 0) {
+            if app.db.job(id).await?.is_some() {
+                return Ok(Redirect::to(&format!("/jobs/{id}")).into_response());
+            }
         }
         if ctx.privileges.keys {
             if let Some(job) = app.db.job_of_key(&q).await? {
                 return Ok(Redirect::to(&format!("/jobs/{job}")).into_response());
             }
+        } else {
+            box_note = Some(format!(
+                "Searched job ids and transaction ids only: the role {} may not read send_job_keys, so no job can be found by its idempotency key.",
+                ctx.privileges.role
+            ));
         }
         filters.transaction_id = Some(q);
     }
@@ -150,7 +162,8 @@ pub async fn page(
                 label { "created before (UTC)" input type="text" name="to" placeholder="2026-05-01 11:00" value=(value(&filters.created_to)); }
                 button type="submit" #search { "Search" }
             }
-            @if let Some(note) = &key_note { p.note { (note) } }
+            @if let Some(note) = &key_note { p.note #key-note { (note) } }
+            @if let Some(note) = &box_note { p.note #box-note { (note) } }
             @if filters.transaction_id.is_some() {
                 p.muted { "send_jobs has no index on transaction_id: each page reads up to " (WINDOW) " ids, newest first." }
             }
@@ -167,14 +180,14 @@ pub async fn page(
                         @for r in &rows {
                             tr data-job=(r.id) {
                                 td { a href=(format!("/jobs/{}", r.id)) { (r.id) } }
-                                td { a href=(queue_href(&r.queue)) { (r.queue) } }
+                                td { a href=(queue_href(&r.queue)) { (text::name(&r.queue)) } }
                                 td { (status_badge(&r.status)) }
                                 td.n { (r.attempts) "/" (r.max_attempts) }
                                 td.n { (r.claim_generation) }
-                                td { (opt(&r.transaction_id)) }
+                                td { (opt_name(&r.transaction_id)) }
                                 td { (r.created_at) }
                                 td { (opt(&r.finished_at)) }
-                                td { (opt(&r.last_error)) }
+                                td { (opt_block(&r.last_error)) }
                             }
                         }
                     }
