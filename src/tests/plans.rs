@@ -316,7 +316,7 @@ mod tests {
         run("SELECT sendjobs_enqueue('{}', queue => 'a', ordering_key => 'line', run_at => now() - interval '2 hours')
                FROM generate_series(0, 20000);
              SELECT count(*) FROM sendjobs_claim(1, '1 hour', 'a');
-             SELECT sendjobs_enqueue('{}', queue => 'a', ordering_key => 'line-other-' || g, run_at => now() - interval '1 hour')
+             SELECT sendjobs_enqueue('{}', queue => 'a', ordering_key => 'key-' || g, run_at => now() - interval '1 hour')
                FROM generate_series(1, 100) g;");
         let first = one::<i64>("SELECT count(*) FROM sendjobs_claim(10, '1 hour')");
         assert_eq!(first, 10, "the first claim took the other keys' jobs");
@@ -373,13 +373,15 @@ mod tests {
     /// entries for a claim of 10 (found by an attack review of 0.4.0 before its release).
     /// (The claim from any queue starts after `zz`, and takes 2 to reach both queues
     /// without coming round: other tests' rows, which it would step over, are not in it.
-    /// Its keys are its own: the fair-share test leaves dead entries of keys `key-N` in
-    /// send_jobs_ordering_key_held_idx, which a look-up of those keys reads.)
+    /// A claim of ordered jobs also reads send_jobs_ordering_key_held_idx whole, the keys
+    /// in flight: none here, but rolled-back tests leave dead entries there until vacuum,
+    /// which the first scan after them reads and marks dead. They are not this test's
+    /// cost: a scan of that index reads them first, and they are counted out.)
     #[pg_test]
     fn a_queue_of_ordered_jobs_costs_the_other_passes_nothing() {
         one_at_a_time();
         run("INSERT INTO send_jobs (queue, payload, ordering_key)
-             SELECT 'zz-ordered', '{}', 'zz-key-' || g FROM generate_series(1, 100000) g;
+             SELECT 'zz-ordered', '{}', 'key-' || g FROM generate_series(1, 100000) g;
              INSERT INTO send_jobs (queue, payload) SELECT 'zz-plain', '{}' FROM generate_series(1, 5);
              ANALYZE send_jobs;");
         crate::fair_share::forget_place();
@@ -388,6 +390,22 @@ mod tests {
                       FROM pg_index WHERE indrelid = 'send_jobs'::regclass";
         let by_index = "SELECT string_agg(indexrelid::regclass || ' ' || pg_stat_get_xact_tuples_returned(indexrelid), ', ')
                           FROM pg_index WHERE indrelid = 'send_jobs'::regclass";
+        let held =
+            "SELECT pg_stat_get_xact_tuples_returned('send_jobs_ordering_key_held_idx'::regclass)";
+        // Dead entries of keys in flight, as a rolled-back test leaves them: made here, so
+        // that the test does not depend on which tests ran before it.
+        crate::tests::rolled_back(|| {
+            run("INSERT INTO send_jobs (queue, payload, ordering_key, status, claimed_at, lease_expires_at,
+                                        attempts, claim_generation)
+                 SELECT 'zz-gone', '{}', 'gone-' || g, 'in_flight', now(), now() + interval '1 hour', 1, 1
+                   FROM generate_series(1, 300) g")
+        })
+        .unwrap();
+        let held_before = one::<i64>(held);
+        run("SET LOCAL enable_seqscan = off;
+             SELECT count(*) FROM send_jobs WHERE ordering_key IS NOT NULL AND lease_expires_at IS NOT NULL;
+             RESET enable_seqscan");
+        let dead = one::<i64>(held) - held_before;
         for claim in [
             "sendjobs_claim(2, '1 minute')",
             "sendjobs_claim(10, '1 minute', 'zz-ordered')",
@@ -396,8 +414,8 @@ mod tests {
             let took = one::<i64>(&format!("SELECT count(*) FROM {claim}"));
             let entries = one::<i64>(read) - before;
             assert!(
-                took > 0 && entries <= 10 * 10,
-                "{claim} took {took} jobs and read {entries} index entries: {}",
+                took > 0 && entries <= 10 * 10 + dead,
+                "{claim} took {took} jobs and read {entries} index entries ({dead} dead ones of keys in flight): {}",
                 one::<String>(by_index)
             );
         }
