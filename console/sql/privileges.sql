@@ -8,6 +8,8 @@ SELECT current_user::text AS role,
        has_function_privilege(format('%s.sendjobs_cancel(bigint)', $1::text), 'EXECUTE') AS cancel,
        has_function_privilege(format('%s.sendjobs_pause(text)', $1::text), 'EXECUTE') AS pause,
        has_function_privilege(format('%s.sendjobs_resume(text)', $1::text), 'EXECUTE') AS resume,
+       has_function_privilege(format('%s.sendjobs_unblock_key(text)', $1::text), 'EXECUTE') AS unblock,
        has_column_privilege(format('%s.send_jobs', $1::text), 'payload', 'SELECT') AS payload,
        has_table_privilege(format('%s.send_job_keys', $1::text), 'SELECT') AS keys,
-       has_table_privilege(format('%s.sendjobs_transaction_link', $1::text), 'SELECT') AS link
+       has_table_privilege(format('%s.sendjobs_transaction_link', $1::text), 'SELECT') AS link,
+       has_table_privilege(format('%s.sendjobs_blocked_keys', $1::text), 'SELECT') AS blocked

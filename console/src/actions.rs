@@ -15,7 +15,7 @@ use maud::html;
 use crate::auth::{self, Operator, OPERATOR_COOKIE};
 use crate::error::{PageError, PageResult};
 use crate::pages::queues::queue_href;
-use crate::pages::{form_queue, layout, parse_id, Action};
+use crate::pages::{form_name, form_queue, layout, parse_id, Action};
 use crate::{text, Shared};
 
 /// The most jobs one redrive request may name.
@@ -257,6 +257,48 @@ async fn pause_or_resume(
         }
         Err(err) => {
             tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = ?queue, result = ?err.to_string(), "action failed");
+            Ok(result_page(
+                "Nothing changed",
+                false,
+                html! { (err.to_string()) },
+                &back,
+            ))
+        }
+    }
+}
+
+pub async fn unblock(
+    State(app): State<Shared>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    let key = form_name(form.one("key").unwrap_or(""))?;
+    if key.is_empty() {
+        return Err(PageError::BadRequest("no ordering key named".into()));
+    }
+    let queue = form.one("queue").map(form_queue).transpose()?;
+    let caller = authorize(&app, &headers, remote, &form, Action::Unblock).await?;
+    let back = queue
+        .as_deref()
+        .map(queue_href)
+        .unwrap_or_else(|| "/queues".into());
+    match app.db.unblock(&key).await {
+        Ok(was_stopped) => {
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "unblock", key = ?key, result = ?was_stopped, "action");
+            Ok(result_page(
+                if was_stopped { "Let go" } else { "Not stopped" },
+                was_stopped,
+                html! {
+                    "The ordering key " code { (text::name(&key)) }
+                    @if was_stopped { " goes on: its next job may be claimed." } @else { " was not stopped: nothing changed." }
+                },
+                &back,
+            ))
+        }
+        Err(err) => {
+            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "unblock", key = ?key, result = ?err.to_string(), "action failed");
             Ok(result_page(
                 "Nothing changed",
                 false,

@@ -36,9 +36,12 @@ pub struct Privileges {
     pub cancel: bool,
     pub pause: bool,
     pub resume: bool,
+    pub unblock: bool,
     pub payload: bool,
     pub keys: bool,
     pub link: bool,
+    /// May read sendjobs_blocked_keys (the ordering keys a failure stopped).
+    pub blocked: bool,
 }
 
 impl Privileges {
@@ -48,6 +51,7 @@ impl Privileges {
             ("cancel", self.cancel),
             ("pause", self.pause),
             ("resume", self.resume),
+            ("unblock", self.unblock),
         ]
         .into_iter()
         .filter_map(|(name, allowed)| allowed.then_some(name))
@@ -82,6 +86,14 @@ pub struct QueueLimits {
     pub tokens: Option<f64>,
     pub limited: Option<String>,
     pub retry_after_s: Option<String>,
+}
+
+/// An ordering key a failure stopped (sendjobs_block_keys).
+pub struct BlockedKey {
+    pub ordering_key: String,
+    /// The job that stops it: the failed job, or its redrive.
+    pub job_id: i64,
+    pub blocked_at: String,
 }
 
 /// One queue's minute of the hour's chart.
@@ -246,9 +258,11 @@ impl Db {
             cancel: row.get("cancel"),
             pause: row.get("pause"),
             resume: row.get("resume"),
+            unblock: row.get("unblock"),
             payload: row.get("payload"),
             keys: row.get("keys"),
             link: row.get("link"),
+            blocked: row.get("blocked"),
         })
     }
 
@@ -557,10 +571,48 @@ impl Db {
         Ok(())
     }
 
+    /// A queue's stopped ordering keys, the most recently stopped first.
+    pub async fn blocked_keys(&self, queue: &str, limit: i64) -> DbResult<Vec<BlockedKey>> {
+        let rows = self
+            .query(
+                include_str!("../sql/blocked_keys.sql"),
+                &[(&queue, Type::TEXT), (&limit, Type::INT8)],
+            )
+            .await?;
+        Ok(rows.iter().map(blocked_key).collect())
+    }
+
+    /// Whether an ordering key is stopped, and by which job.
+    pub async fn blocked_key(&self, key: &str) -> DbResult<Option<BlockedKey>> {
+        let rows = self
+            .query(
+                include_str!("../sql/blocked_key.sql"),
+                &[(&key, Type::TEXT)],
+            )
+            .await?;
+        Ok(rows.first().map(blocked_key))
+    }
+
+    /// sendjobs_unblock_key: whether the key was stopped.
+    pub async fn unblock(&self, key: &str) -> DbResult<bool> {
+        let rows = self
+            .query(include_str!("../sql/unblock.sql"), &[(&key, Type::TEXT)])
+            .await?;
+        Ok(rows[0].get("was_stopped"))
+    }
+
     pub async fn resume(&self, queue: &str) -> DbResult<()> {
         self.query(include_str!("../sql/resume.sql"), &[(&queue, Type::TEXT)])
             .await?;
         Ok(())
+    }
+}
+
+fn blocked_key(r: &Row) -> BlockedKey {
+    BlockedKey {
+        ordering_key: r.get("ordering_key"),
+        job_id: r.get("job_id"),
+        blocked_at: r.get("blocked_at"),
     }
 }
 

@@ -36,6 +36,7 @@ pub fn router(app: Shared) -> Router {
         .route("/actions/cancel", post(actions::cancel))
         .route("/actions/pause", post(actions::pause))
         .route("/actions/resume", post(actions::resume))
+        .route("/actions/unblock", post(actions::unblock))
         .route("/assets/console.css", get(assets::css))
         .route("/assets/console.js", get(assets::js))
         .fallback(|| async { PageError::NotFound("no such page".into()) })

@@ -94,6 +94,8 @@ try {
   const failing = await page.getAttribute("tr.failing", "data-queue");
   check(failing === "acme", "the failing queue is acme");
   check((await page.textContent("#queues")).includes("globex"), "globex, with jobs in flight, is listed");
+  check((await page.textContent("#queues tr[data-queue=globex]")).includes("rate 1/min, burst 1"),
+        "its rate reads as it was meant: 1/min");
   await signIn(page, ADMIN, "test-operator");
   await page.waitForSelector("#live-status:has-text('updated')", { timeout: 8000 });
   check(true, "the live refresh updated the queues page");
@@ -205,6 +207,19 @@ try {
     check(page.url().endsWith(`/jobs/${id}`), `${JSON.stringify(typed)} in the box opens job ${id}`);
   }
 
+  console.log("== a stopped ordering key, seen and let go");
+  const [stopper, waiting] = (await one("SELECT id::int FROM send_jobs WHERE ordering_key = 'acct-9' ORDER BY id")).map((r) => r.id);
+  await page.goto(`${ADMIN}/jobs/${waiting}`);
+  check((await page.textContent("#key-stopped")).includes(`Stopped by job ${stopper}`), `the waiting job's page says job ${stopper} stops its key`);
+  await page.goto(ADMIN + "/queue?name=ledger");
+  check((await page.textContent("#blocked")).includes("acct-9") && (await page.$(`#blocked a[href='/jobs/${stopper}']`)) !== null,
+        "ledger's page lists acct-9, stopped by that job");
+  before = JSON.parse(await snapshot());
+  await Promise.all([page.waitForNavigation(), page.click("#blocked .unblock")]);
+  check((await page.textContent("#result")).includes("goes on"), "the console says the key goes on");
+  check((await one("SELECT count(*)::int AS n FROM sendjobs_blocked_keys"))[0].n === 0 && (await snapshot()) === JSON.stringify(before),
+        "acct-9 is no longer stopped, and nothing else changed");
+
   console.log("== search by transaction id");
   await page.goto(ADMIN + "/jobs");
   await page.fill("input[name=transaction_id]", "tx-12");
@@ -270,6 +285,7 @@ try {
   await signIn(mpage, MONITOR, "watcher");
   await mpage.goto(MONITOR + "/queue?name=acme");
   check((await mpage.$$("#failed input[name=id], #redrive, #pause, #resume")).length === 0, "no checkbox, redrive or pause on acme");
+  check((await mpage.textContent("main")).includes("Not allowed: unblock"), "the page says unblock is not allowed");
   check((await mpage.textContent("main")).includes("Not allowed: redrive"), "the page says redrive is not allowed");
   await mpage.fill("header input[name=q]", "acme/1");
   await Promise.all([mpage.waitForNavigation(), mpage.press("header input[name=q]", "Enter")]);

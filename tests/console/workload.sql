@@ -36,6 +36,15 @@ SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'globex', 'n', n), 'globe
                               transaction_id => 'tx-' || (10 + n)))
   FROM generate_series(1, 5) AS n;
 SELECT count(*) FROM sendjobs_claim(3, '30 minutes', 'globex');
+-- ledger: its keys stopped by a failure; acct-9's first job failed, its second waits.
+SELECT sendjobs_block_keys('ledger', true);
+SELECT count(sendjobs_enqueue(jsonb_build_object('n', n), 'ledger', ordering_key => 'acct-9', max_attempts => 1))
+  FROM generate_series(1, 2) AS n;
+SELECT count(sendjobs_finalize(id, claim_generation, 'failed', 'HTTP 422'))
+  FROM sendjobs_claim(1, '1 minute', 'ledger');
+
+-- A partner that allows one request a minute.
+SELECT sendjobs_limit('globex', rate => 1.0 / 60, burst => 1);
 
 -- initech: 4 pending.
 SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'initech', 'n', n), 'initech'))
@@ -52,7 +61,7 @@ SELECT name, jsonb_build_object('to', name)
                     E'acme\u200b', E'\u202eemca', ' acme', 'acme ', E'\u0430cme']) AS name;
 INSERT INTO send_jobs (queue, payload) SELECT ' acme', '{}' FROM generate_series(1, 2);
 INSERT INTO sendjobs_queues (queue)
-SELECT DISTINCT queue FROM send_jobs WHERE queue NOT IN ('acme', 'globex', 'initech');
+SELECT DISTINCT queue FROM send_jobs WHERE queue NOT IN ('acme', 'globex', 'initech', 'ledger');
 -- A payload with a right-to-left override, drawn reversed as it is.
 SELECT sendjobs_enqueue(jsonb_build_object('to', E'\u202eevil.example'), 'initech', idempotency_key => 'reversed');
 -- A key of digits only, which is no job's id.

@@ -10,9 +10,10 @@ use maud::{html, Markup};
 use crate::db::ChainJob;
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
+use crate::pages::queue::unblock_form;
 use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{
-    access_notes, layout, opt, opt_name, parse_id, queue_field, status_badge, Action, Ctx,
+    access_notes, layout, name_field, opt, opt_name, parse_id, status_badge, Action, Ctx,
 };
 use crate::text;
 use crate::Shared;
@@ -55,6 +56,10 @@ pub async fn page(
         }
         _ => None,
     };
+    let stopped = match &job.ordering_key {
+        Some(key) if ctx.privileges.blocked => app.db.blocked_key(key).await?,
+        _ => None,
+    };
     let unfinished = matches!(job.status.as_str(), "pending" | "in_flight");
     Ok(layout(
         Some(&ctx),
@@ -77,7 +82,16 @@ pub async fn page(
                 dt { "finished" } dd { (opt(&job.finished_at)) }
                 dt { "transaction" } dd { @if let Some(tx) = &job.transaction_id { a href=(format!("/jobs?transaction_id={}", query_value(tx))) { (text::name(tx)) } } @else { "—" } }
                 dt { "idempotency key" } dd { (opt_name(&job.idempotency_key)) }
-                dt { "ordering key" } dd { (opt_name(&job.ordering_key)) }
+                dt { "ordering key" } dd {
+                    (opt_name(&job.ordering_key))
+                    @if let Some(k) = &stopped {
+                        p.warn #key-stopped {
+                            "Stopped by " @if k.job_id == id { "this job" } @else { "job " a href=(format!("/jobs/{}", k.job_id)) { (k.job_id) } }
+                            " since " (k.blocked_at) " UTC: no other job of the key is claimed."
+                        }
+                        @if ctx.may(Action::Unblock) { (unblock_form(&ctx, &k.ordering_key, &job.queue)) }
+                    }
+                }
                 dt { "priority" } dd { (job.priority) " min" }
                 dt { "last error" } dd { @if let Some(e) = &job.last_error { pre { (text::block(e)) } } @else { "—" } }
             }
@@ -91,7 +105,7 @@ pub async fn page(
             @if job.status == "failed" && later.is_empty() && ctx.may(Action::Redrive) {
                 form method="post" action="/actions/redrive" {
                     (ctx.csrf_input())
-                    (queue_field(&job.queue))
+                    (name_field("queue", &job.queue))
                     input type="hidden" name="id" value=(id);
                     p { button type="submit" #redrive { "Redrive this job" } " A new pending job sends it again." }
                 }

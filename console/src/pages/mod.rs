@@ -24,14 +24,16 @@ pub enum Action {
     Cancel,
     Pause,
     Resume,
+    Unblock,
 }
 
 impl Action {
-    pub const ALL: [Action; 4] = [
+    pub const ALL: [Action; 5] = [
         Action::Redrive,
         Action::Cancel,
         Action::Pause,
         Action::Resume,
+        Action::Unblock,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +42,7 @@ impl Action {
             Action::Cancel => "cancel",
             Action::Pause => "pause",
             Action::Resume => "resume",
+            Action::Unblock => "unblock",
         }
     }
 
@@ -49,6 +52,7 @@ impl Action {
             Action::Cancel => "sendjobs_cancel(bigint)",
             Action::Pause => "sendjobs_pause(text)",
             Action::Resume => "sendjobs_resume(text)",
+            Action::Unblock => "sendjobs_unblock_key(text)",
         }
     }
 
@@ -65,6 +69,7 @@ impl Action {
             Action::Cancel => p.cancel,
             Action::Pause => p.pause,
             Action::Resume => p.resume,
+            Action::Unblock => p.unblock,
         }
     }
 }
@@ -104,7 +109,7 @@ pub fn access_notes(ctx: &Ctx) -> Markup {
         @if !ctx.token_configured {
             p.note { "Actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs. The pages only show." }
         } @else if ctx.operator.is_none() {
-            p.note { "Sign in (at the top) with the operator token to redrive, cancel, pause or resume." }
+            p.note { "Sign in (at the top) with the operator token to redrive, cancel, pause, resume or let a stopped key go." }
         }
         @for action in Action::ALL {
             @if !action.granted(&ctx.privileges) {
@@ -210,6 +215,21 @@ pub fn opt_block(value: &Option<String>) -> Markup {
     }
 }
 
+/// A rate (jobs a second, as sendjobs_limit takes it) as people write it: in the largest
+/// unit that gives at least one job, `20/s`, `1/min`, `30/h`, `2/day`, to 3 decimals.
+pub fn rate(per_second: f64) -> String {
+    // A rate set as 1/60 a second reads back as 0.0166…, a hair under one a minute.
+    const CLOSE: f64 = 1.0 - 1e-9;
+    let (amount, unit) = [(1.0, "s"), (60.0, "min"), (3600.0, "h")]
+        .into_iter()
+        .map(|(seconds, unit)| (per_second * seconds, unit))
+        .find(|(amount, _)| *amount >= CLOSE)
+        .unwrap_or((per_second * 86400.0, "day"));
+    let shown = format!("{amount:.3}");
+    let shown = shown.trim_end_matches('0').trim_end_matches('.');
+    format!("{shown}/{unit}")
+}
+
 /// The numbers in a path or a form: a clear 400 for anything else.
 pub fn parse_id(text: &str) -> PageResult<i64> {
     text.trim()
@@ -223,22 +243,29 @@ pub fn parse_id(text: &str) -> PageResult<i64> {
         })
 }
 
-/// A form's hidden field of a queue name, percent-encoded: a browser sends every line
-/// break of a field's value as CR LF (the HTML standard's form submission), which would
-/// name another queue.
-pub fn queue_field(queue: &str) -> Markup {
-    let encoded = utf8_percent_encode(queue, NON_ALPHANUMERIC).to_string();
-    html! { input type="hidden" name="queue" value=(encoded); }
+/// A form's hidden field of a name (a queue, an ordering key), percent-encoded: a
+/// browser sends every line break of a field's value as CR LF (the HTML standard's form
+/// submission), which would name another queue or key.
+pub fn name_field(field: &str, name: &str) -> Markup {
+    let encoded = utf8_percent_encode(name, NON_ALPHANUMERIC).to_string();
+    html! { input type="hidden" name=(field) value=(encoded); }
 }
 
-/// The queue of a form (`queue_field`).
+/// A name of a form (`name_field`).
+pub fn form_name(value: &str) -> PageResult<String> {
+    percent_decode_str(value)
+        .decode_utf8()
+        .map(|name| name.into_owned())
+        .map_err(|_| {
+            crate::error::PageError::BadRequest(
+                "the form's name is not percent-encoded UTF-8".into(),
+            )
+        })
+}
+
+/// The queue of a form (`name_field`).
 pub fn form_queue(value: &str) -> PageResult<String> {
-    let decoded = percent_decode_str(value).decode_utf8().map_err(|_| {
-        crate::error::PageError::BadRequest(
-            "the form's queue is not a percent-encoded UTF-8 name".into(),
-        )
-    })?;
-    parse_queue(&decoded)
+    parse_queue(&form_name(value)?)
 }
 
 /// A queue name as the extension accepts it: 1 to 128 bytes.
@@ -249,4 +276,20 @@ pub fn parse_queue(text: &str) -> PageResult<String> {
         ));
     }
     Ok(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate;
+
+    #[test]
+    fn rates_read_as_people_write_them() {
+        assert_eq!(rate(20.0), "20/s");
+        assert_eq!(rate(2.5), "2.5/s");
+        assert_eq!(rate(1.0 / 60.0), "1/min");
+        assert_eq!(rate(0.5), "30/min");
+        assert_eq!(rate(1.0 / 3600.0), "1/h");
+        assert_eq!(rate(1.0 / 86400.0), "1/day");
+        assert_eq!(rate(1.0 / 7.0), "8.571/min");
+    }
 }

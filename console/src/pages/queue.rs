@@ -12,7 +12,8 @@ use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{
-    access_notes, layout, opt, opt_block, opt_name, parse_id, parse_queue, queue_field, Action, Ctx,
+    access_notes, layout, name_field, opt, opt_block, opt_name, parse_id, parse_queue, rate,
+    Action, Ctx,
 };
 use crate::text;
 use crate::Shared;
@@ -40,10 +41,18 @@ pub async fn page(
         }
     };
     let ctx = Ctx::new(&app, &headers, &csrf).await?;
-    let (stats, limits, mut failed) = tokio::try_join!(
+    let blocked = async {
+        if ctx.privileges.blocked {
+            app.db.blocked_keys(&queue, PAGE).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let (stats, limits, mut failed, blocked) = tokio::try_join!(
         app.db.stats(),
         app.db.queue_limits(Some(&queue)),
-        app.db.failed(&queue, after, PAGE + 1)
+        app.db.failed(&queue, after, PAGE + 1),
+        blocked
     )?;
     let more = failed.len() as i64 > PAGE;
     failed.truncate(PAGE as usize);
@@ -70,21 +79,44 @@ pub async fn page(
                 p {
                     @if l.paused { span.bad #paused { "Paused." } " " }
                     @if let Some(cap) = l.max_in_flight { "Cap: " (l.in_flight) " of " (cap) " in flight. " }
-                    @if let Some(rate) = l.rate { "Rate: " (rate) "/s, burst " (opt(&l.burst)) ". " }
+                    @if let Some(r) = l.rate { "Rate: " (rate(r)) ", burst " (opt(&l.burst)) ". " }
                     @if let Some(why) = &l.limited { span.warn { "Limited now: " (why) "." } }
                 }
             }
             @if paused && ctx.may(Action::Resume) {
                 form method="post" action="/actions/resume" {
                     (ctx.csrf_input())
-                    (queue_field(&queue))
+                    (name_field("queue", &queue))
                     button type="submit" #resume { "Resume the queue" }
                 }
             } @else if !paused && ctx.may(Action::Pause) {
                 form method="post" action="/actions/pause" {
                     (ctx.csrf_input())
-                    (queue_field(&queue))
+                    (name_field("queue", &queue))
                     button type="submit" #pause { "Pause the queue" }
+                }
+            }
+            h2 { "Stopped ordering keys" }
+            @match &blocked {
+                None => p.muted { "Unknown: the role may not read sendjobs_blocked_keys." },
+                Some(keys) if keys.is_empty() => p.muted { "None: no failure stops a key of this queue (sendjobs_block_keys)." },
+                Some(keys) => {
+                    p.muted { "No job of a stopped key is claimed but the job that stops it, until that job's redrive is sent or cancelled, or the key is let go." }
+                    table #blocked {
+                        thead { tr { th { "ordering key" } th { "stopped by" } th { "since (UTC)" } @if ctx.may(Action::Unblock) { th {} } } }
+                        tbody {
+                            @for k in keys {
+                                tr {
+                                    td { (text::name(&k.ordering_key)) }
+                                    td { a href=(format!("/jobs/{}", k.job_id)) { (k.job_id) } }
+                                    td { (k.blocked_at) }
+                                    @if ctx.may(Action::Unblock) {
+                                        td { (unblock_form(&ctx, &k.ordering_key, &queue)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
             h2 { "Failed jobs" }
@@ -94,7 +126,7 @@ pub async fn page(
             } @else {
                 form method="post" action="/actions/redrive" #redrive-form {
                     (ctx.csrf_input())
-                    (queue_field(&queue))
+                    (name_field("queue", &queue))
                     table #failed {
                         thead { tr {
                             @if can_redrive { th { input type="checkbox" #select-all aria-label="select all"; } }
@@ -134,4 +166,16 @@ pub async fn page(
             }
         },
     ))
+}
+
+/// The button that lets a stopped key go (sendjobs_unblock_key), back to `back_queue`'s page.
+pub fn unblock_form(ctx: &Ctx, key: &str, back_queue: &str) -> Markup {
+    html! {
+        form.inline method="post" action="/actions/unblock" {
+            (ctx.csrf_input())
+            (name_field("key", key))
+            (name_field("queue", back_queue))
+            button type="submit" .unblock { "Let the key go" }
+        }
+    }
 }

@@ -13,7 +13,7 @@ use maud::{html, Markup, PreEscaped};
 use crate::db::{ChartPoint, QueueLimits, QueueStats};
 use crate::error::PageResult;
 use crate::http::CsrfCookie;
-use crate::pages::{access_notes, layout, opt, Ctx};
+use crate::pages::{access_notes, layout, opt, rate, Ctx};
 use crate::text;
 use crate::Shared;
 
@@ -123,8 +123,8 @@ fn flow(limits: Option<&QueueLimits>) -> Markup {
     html! {
         @if l.paused { span.bad { "paused" } br; }
         @if let Some(cap) = l.max_in_flight { "cap " (l.in_flight) " / " (cap) br; }
-        @if let (Some(rate), Some(burst)) = (l.rate, l.burst) {
-            "rate " (rate) "/s, burst " (burst) ", tokens " (format!("{:.1}", l.tokens.unwrap_or(0.0))) br;
+        @if let (Some(r), Some(burst)) = (l.rate, l.burst) {
+            "rate " (rate(r)) ", burst " (burst) ", tokens " (format!("{:.1}", l.tokens.unwrap_or(0.0))) br;
         }
         @if let Some(why) = &l.limited {
             span.warn { "limited: " (why) }
