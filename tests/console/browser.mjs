@@ -197,6 +197,25 @@ try {
   const payloadText = await page.textContent("#payload");
   check(!payloadText.includes("\u202e") && payloadText.includes("\\u{202e}evil.example"), "a payload's override is shown, not obeyed");
 
+  console.log("== the queue list, narrowed and ordered");
+  await page.goto(ADMIN + "/queues");
+  const listed = async () => page.$$eval("#queues tbody tr", (rows) => rows.map((r) => r.dataset.queue));
+  await page.selectOption("select[name=only]", "failing");
+  await page.selectOption("select[name=sort]", "failing");
+  await Promise.all([page.waitForNavigation(), page.click("#filter")]);
+  check(JSON.stringify(await listed()) === JSON.stringify(["acme", "ledger"]), "failing, most failures first: acme (6), then ledger (1)");
+  check((await page.textContent("#shown")).includes("2 of"), "the page says how many it shows of how many");
+  await page.waitForSelector("#live-status:has-text('updated')", { timeout: 8000 });
+  check(JSON.stringify(await listed()) === JSON.stringify(["acme", "ledger"]), "the live refresh keeps the filter");
+  await page.goto(ADMIN + "/queues?find=ACME");
+  check(JSON.stringify((await listed()).sort()) === JSON.stringify([" acme", "acme", "acme ", "acme\u200b"].sort()),
+        "names that hold 'ACME' in any case (not the Cyrillic one, not the reversed one)");
+  await page.goto(ADMIN + "/queues?only=limited");
+  const limitedNow = await listed();
+  check(JSON.stringify(limitedNow) === JSON.stringify(["globex", "initech"]),
+        `limited now: globex at its cap of 3, initech paused (${JSON.stringify(limitedNow)})`);
+  check((await fetch(ADMIN + "/queues?only=everything")).status === 400, "an unknown filter: 400");
+
   console.log("== the header's box: a key of digits, a key, and a monitor who cannot search keys");
   const digits = (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = '424242'"))[0].id;
   for (const [typed, want] of [["424242", digits], [" acme/1 ", null]]) {

@@ -43,8 +43,8 @@ SELECT count(sendjobs_enqueue(jsonb_build_object('n', n), 'ledger', ordering_key
 SELECT count(sendjobs_finalize(id, claim_generation, 'failed', 'HTTP 422'))
   FROM sendjobs_claim(1, '1 minute', 'ledger');
 
--- A partner that allows one request a minute.
-SELECT sendjobs_limit('globex', rate => 1.0 / 60, burst => 1);
+-- A partner that allows one request a minute, and 3 at once (all 3 in flight: limited now).
+SELECT sendjobs_limit('globex', max_in_flight => 3, rate => 1.0 / 60, burst => 1);
 
 -- initech: 4 pending.
 SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'initech', 'n', n), 'initech'))

@@ -5,25 +5,72 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::Extension;
 use maud::{html, Markup, PreEscaped};
 
 use crate::db::{ChartPoint, QueueLimits, QueueStats};
-use crate::error::PageResult;
+use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::{access_notes, layout, opt, rate, Ctx};
 use crate::text;
 use crate::Shared;
+use serde::Deserialize;
+
+/// How the list is narrowed and ordered: the form above it, kept by the live refresh.
+#[derive(Deserialize, Default)]
+pub struct ListQuery {
+    /// Names that hold this, in any case.
+    find: Option<String>,
+    /// `failing` (failures in the last 5 minutes), `limited` (limited now) or `paused`.
+    only: Option<String>,
+    /// `name` (the default), `failing` (most failures first) or `ready` (most ready first).
+    sort: Option<String>,
+}
+
+const ONLY: [(&str, &str); 4] = [
+    ("", "every queue"),
+    ("failing", "failing (5 min)"),
+    ("limited", "limited now"),
+    ("paused", "paused"),
+];
+const SORT: [(&str, &str); 3] = [
+    ("name", "by name"),
+    ("failing", "most failures first"),
+    ("ready", "most ready first"),
+];
+
+impl ListQuery {
+    fn checked(self) -> PageResult<ListQuery> {
+        let known = |value: &Option<String>, choices: &[(&str, &str)], what: &str| match value {
+            Some(v) if !choices.iter().any(|(c, _)| c == v) => Err(PageError::BadRequest(format!(
+                "unknown {what} {v:?}; expected one of {}",
+                choices
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .filter(|c| !c.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            _ => Ok(()),
+        };
+        known(&self.only, &ONLY, "only")?;
+        known(&self.sort, &SORT, "sort")?;
+        Ok(self)
+    }
+}
 
 pub async fn page(
     State(app): State<Shared>,
     headers: HeaderMap,
     Extension(csrf): Extension<CsrfCookie>,
+    Query(list): Query<ListQuery>,
 ) -> PageResult<Markup> {
+    let list = list.checked()?;
     let ctx = Ctx::new(&app, &headers, &csrf).await?;
-    let live = live_table(&app).await?;
+    let live = live_table(&app, &list).await?;
+    let chosen = |value: &Option<String>, choice: &str| value.as_deref().unwrap_or("") == choice;
     Ok(layout(
         Some(&ctx),
         "Queues",
@@ -33,6 +80,16 @@ pub async fn page(
             @if !ctx.privileges.payload {
                 p.muted { "Payloads are hidden: the role may not read send_jobs.payload (the monitor level excludes it)." }
             }
+            form.search #queue-filter method="get" action="/queues" {
+                label { "name holds" input type="text" name="find" value=(list.find.clone().unwrap_or_default()); }
+                label { "show" select name="only" {
+                    @for (value, label) in ONLY { option value=(value) selected[chosen(&list.only, value)] { (label) } }
+                } }
+                label { "order" select name="sort" {
+                    @for (value, label) in SORT { option value=(value) selected[chosen(&list.sort, value) || (value == "name" && list.sort.is_none())] { (label) } }
+                } }
+                button type="submit" #filter { "Show" }
+            }
             p.muted { "Refreshed every 5 s. " span #live-status {} }
             div #live { (live) }
         },
@@ -40,11 +97,11 @@ pub async fn page(
 }
 
 /// The table and chart alone, for the live refresh.
-pub async fn live(State(app): State<Shared>) -> PageResult<Markup> {
-    live_table(&app).await
+pub async fn live(State(app): State<Shared>, Query(list): Query<ListQuery>) -> PageResult<Markup> {
+    live_table(&app, &list.checked()?).await
 }
 
-async fn live_table(app: &Arc<crate::App>) -> PageResult<Markup> {
+async fn live_table(app: &Arc<crate::App>, list: &ListQuery) -> PageResult<Markup> {
     let (stats, limits, chart) = tokio::try_join!(
         app.db.stats(),
         app.db.queue_limits(None),
@@ -59,20 +116,36 @@ async fn live_table(app: &Arc<crate::App>) -> PageResult<Markup> {
             .or_default()
             .push(point);
     }
-    // A queue with flow control but no work has no stats row: listed from its limits.
-    let mut names: Vec<&str> = stats.iter().map(|s| s.queue.as_str()).collect();
-    names.extend(
-        limits
-            .keys()
-            .copied()
-            .filter(|q| !stats.iter().any(|s| s.queue == *q)),
-    );
-    names.sort_unstable();
     let by_name: BTreeMap<&str, &QueueStats> =
         stats.iter().map(|s| (s.queue.as_str(), s)).collect();
+    // A queue with flow control but no work has no stats row: listed from its limits.
+    let mut names: Vec<&str> = by_name.keys().copied().collect();
+    names.extend(limits.keys().copied().filter(|q| !by_name.contains_key(q)));
+    let total = names.len();
+    let failed = |q: &str| by_name.get(q).map_or(0, |s| s.failed_5m);
+    let find = list.find.as_deref().map(str::to_lowercase);
+    names.retain(|q| {
+        find.as_deref().is_none_or(|f| q.to_lowercase().contains(f))
+            && match list.only.as_deref() {
+                Some("failing") => failed(q) > 0,
+                Some("limited") => limits.get(q).is_some_and(|l| l.limited.is_some()),
+                Some("paused") => limits.get(q).is_some_and(|l| l.paused),
+                _ => true,
+            }
+    });
+    match list.sort.as_deref() {
+        Some("failing") => names.sort_by_key(|q| (std::cmp::Reverse(failed(q)), *q)),
+        Some("ready") => {
+            names.sort_by_key(|q| (std::cmp::Reverse(by_name.get(q).map_or(0, |s| s.ready)), *q))
+        }
+        _ => names.sort_unstable(),
+    }
     Ok(html! {
+        @if total > names.len() {
+            p.muted #shown { (names.len()) " of " (total) " queues shown." }
+        }
         @if names.is_empty() {
-            p { "No queue has work or recent events." }
+            p { (if total == 0 { "No queue has work or recent events." } else { "No queue shown: the filter above leaves none." }) }
         } @else {
             table #queues {
                 thead { tr {
