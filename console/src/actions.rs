@@ -72,7 +72,7 @@ async fn authorize(
             "the form's CSRF token is missing or wrong: reload the page and try again",
         ));
     }
-    let Some(operator) = app.auth.operator(auth::cookie(headers, OPERATOR_COOKIE)) else {
+    let Some(operator) = app.auth.operator_of(headers) else {
         return Err(refuse(
             "no operator session: sign in with the operator token first",
         ));
@@ -164,7 +164,7 @@ pub async fn redrive(
             Ok(result_page(
                 "Not redriven",
                 false,
-                html! { "Nothing was redriven: " (err.to_string()) },
+                html! { "Nothing was redriven: " (text::block(&err.to_string())) },
                 &back,
             ))
         }
@@ -199,7 +199,7 @@ pub async fn cancel(
             Ok(result_page(
                 "Not cancelled",
                 false,
-                html! { "Nothing changed: " (err.to_string()) },
+                html! { "Nothing changed: " (text::block(&err.to_string())) },
                 &back,
             ))
         }
@@ -260,7 +260,7 @@ async fn pause_or_resume(
             Ok(result_page(
                 "Nothing changed",
                 false,
-                html! { (err.to_string()) },
+                html! { (text::block(&err.to_string())) },
                 &back,
             ))
         }
@@ -278,21 +278,31 @@ pub async fn unblock(
     if key.is_empty() {
         return Err(PageError::BadRequest("no ordering key named".into()));
     }
+    let job = parse_id(form.one("job").unwrap_or(""))?;
     let queue = form.one("queue").map(form_queue).transpose()?;
     let caller = authorize(&app, &headers, remote, &form, Action::Unblock).await?;
     let back = queue
         .as_deref()
         .map(queue_href)
         .unwrap_or_else(|| "/queues".into());
-    match app.db.unblock(&key).await {
-        Ok(was_stopped) => {
-            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "unblock", key = ?key, result = ?was_stopped, "action");
+    match app.db.unblock(&key, job).await {
+        Ok(answer) => {
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "unblock", key = ?key, job, queue = ?queue, result = ?answer, "action");
+            let was_stopped = answer == Some(true);
             Ok(result_page(
-                if was_stopped { "Let go" } else { "Not stopped" },
+                if was_stopped {
+                    "Let go"
+                } else {
+                    "Nothing changed"
+                },
                 was_stopped,
                 html! {
                     "The ordering key " code { (text::name(&key)) }
-                    @if was_stopped { " goes on: its next job may be claimed." } @else { " was not stopped: nothing changed." }
+                    @match answer {
+                        Some(true) => " goes on: its next job may be claimed.",
+                        Some(false) => " was not stopped: nothing changed.",
+                        None => { " is not stopped by job " (job) " any more: nothing changed. Reload the page to see what stops it now." },
+                    }
                 },
                 &back,
             ))
@@ -302,7 +312,7 @@ pub async fn unblock(
             Ok(result_page(
                 "Nothing changed",
                 false,
-                html! { (err.to_string()) },
+                html! { (text::block(&err.to_string())) },
                 &back,
             ))
         }

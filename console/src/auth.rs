@@ -97,22 +97,32 @@ impl Auth {
         self.mac("csrf", &format!("{cookie}\0{}", session.unwrap_or("")))
     }
 
-    /// Whether a POST's CSRF field belongs to the cookies it came with.
+    /// Whether a POST's CSRF field belongs to the cookies it came with (any of the CSRF
+    /// cookies, with the valid session if there is one).
     pub fn csrf_valid(&self, headers: &HeaderMap, field: Option<&str>) -> bool {
-        match (cookie(headers, CSRF_COOKIE), field) {
-            (Some(csrf), Some(field)) if !csrf.is_empty() => bool::from(
-                self.csrf_field(csrf, self.session_of(headers))
-                    .as_bytes()
-                    .ct_eq(field.as_bytes()),
-            ),
-            _ => false,
-        }
+        let Some(field) = field else {
+            return false;
+        };
+        let session = self.session_of(headers);
+        cookies(headers, CSRF_COOKIE)
+            .filter(|csrf| !csrf.is_empty())
+            .any(|csrf| {
+                bool::from(
+                    self.csrf_field(csrf, session)
+                        .as_bytes()
+                        .ct_eq(field.as_bytes()),
+                )
+            })
     }
 
-    /// The session cookie of a request, if it holds a valid session.
+    /// The session cookie of a request that holds a valid session, if one does.
     pub fn session_of<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
-        let value = cookie(headers, OPERATOR_COOKIE)?;
-        self.operator(Some(value)).is_some().then_some(value)
+        cookies(headers, OPERATOR_COOKIE).find(|value| self.operator(Some(value)).is_some())
+    }
+
+    /// The operator of a request's valid session.
+    pub fn operator_of(&self, headers: &HeaderMap) -> Option<Operator> {
+        self.operator(self.session_of(headers))
     }
 
     /// The session cookie's value for `name`, signed.
@@ -146,15 +156,23 @@ pub fn valid_operator_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-'))
 }
 
-/// A cookie of the request.
-pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// A cookie of the request: its first value.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &'a str) -> Option<&'a str> {
+    cookies(headers, name).next()
+}
+
+/// Every value of a cookie of the request. A browser sends as many as it holds under
+/// the name (one a sibling host planted for a narrower path comes first), so each check
+/// that looks for a valid one looks at all of them: a planted cookie cannot shadow the
+/// console's own.
+pub fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
     headers
         .get_all(axum::http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
+        .filter(move |(k, _)| *k == name)
         .map(|(_, v)| v)
 }
 
@@ -226,6 +244,25 @@ mod tests {
             &cookies(&[(CSRF_COOKIE, "")]),
             Some(&a.csrf_field("", None))
         ));
+    }
+
+    #[test]
+    fn a_planted_cookie_shadows_nothing() {
+        let a = auth(Some("a-token-of-twenty-chars"));
+        let session = a.session_value("alice");
+        // What a sibling host planted for a narrower path comes first.
+        let headers = cookies(&[
+            (CSRF_COOKIE, "planted"),
+            (OPERATOR_COOKIE, "junk.1.2"),
+            (CSRF_COOKIE, "own"),
+            (OPERATOR_COOKIE, &session),
+        ]);
+        assert_eq!(a.session_of(&headers), Some(session.as_str()));
+        assert!(a.csrf_valid(&headers, Some(&a.csrf_field("own", Some(&session)))));
+        assert_eq!(
+            a.operator_of(&headers).map(|o| o.name),
+            Some("alice".into())
+        );
     }
 
     #[test]

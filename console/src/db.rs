@@ -593,10 +593,14 @@ impl Db {
         Ok(rows.first().map(blocked_key))
     }
 
-    /// sendjobs_unblock_key: whether the key was stopped.
-    pub async fn unblock(&self, key: &str) -> DbResult<bool> {
+    /// sendjobs_unblock_key, while `job` stops the key: whether the key was stopped
+    /// (None: not by that job).
+    pub async fn unblock(&self, key: &str, job: i64) -> DbResult<Option<bool>> {
         let rows = self
-            .query(include_str!("../sql/unblock.sql"), &[(&key, Type::TEXT)])
+            .query(
+                include_str!("../sql/unblock.sql"),
+                &[(&key, Type::TEXT), (&job, Type::INT8)],
+            )
             .await?;
         Ok(rows[0].get("was_stopped"))
     }

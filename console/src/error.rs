@@ -92,7 +92,7 @@ impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let status = self.status();
         if status.is_server_error() {
-            tracing::error!("request failed: {self}");
+            tracing::error!(error = ?self.to_string(), "request failed");
         }
         // What went wrong inside goes to the log, not to whoever asked: a database's
         // message can name its host, socket or roles.

@@ -46,8 +46,10 @@ pub fn router(app: Shared) -> Router {
 
 /// Whether a request may be served: its Host is one the console answers to (a page
 /// another site's name was rebound to 127.0.0.1 for carries that name: DNS rebinding),
-/// and a POST does not come from another origin (a form of another site, or of another
-/// port of this host, which SameSite counts as the same site).
+/// a POST does not come from another origin (a form of another site, or of another
+/// port of this host, which SameSite counts as the same site), and a GET of another
+/// site or port is a link followed, not an image, script or frame of its page (which
+/// could make the console search its history in a loop: an attack review).
 fn from_here(app: &App, request: &Request) -> Result<(), &'static str> {
     let headers = request.headers();
     let host = headers
@@ -60,6 +62,14 @@ fn from_here(app: &App, request: &Request) -> Result<(), &'static str> {
         .any(|allowed| allowed.eq_ignore_ascii_case(host))
     {
         return Err("this console does not answer to that Host (see --public-host)");
+    }
+    let fetch = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if request.method() != Method::POST
+        && matches!(fetch("sec-fetch-site"), Some("cross-site" | "same-site"))
+        && !(fetch("sec-fetch-mode") == Some("navigate")
+            && fetch("sec-fetch-dest") == Some("document"))
+    {
+        return Err("a request of another site's page that is not a link followed");
     }
     if request.method() == Method::POST {
         // A browser says where a request comes from in Sec-Fetch-Site; one that does not

@@ -63,6 +63,11 @@ struct Args {
     /// connections are open); a connection that has not is closed.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     header_timeout: u16,
+
+    /// Seconds a connection may stay open, kept alive or not; then it finishes the
+    /// request in hand (5 s more at most) and is closed.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u16).range(1..))]
+    connection_lifetime: u16,
 }
 
 /// What every handler shares.
@@ -123,6 +128,7 @@ async fn run(args: Args) -> Result<(), error::StartError> {
     let limits = serve::Limits {
         max_connections: usize::from(args.max_connections),
         header_timeout: std::time::Duration::from_secs(u64::from(args.header_timeout)),
+        lifetime: std::time::Duration::from_secs(u64::from(args.connection_lifetime)),
     };
     serve::serve(listener, http::router(app), limits, async {
         let _ = tokio::signal::ctrl_c().await;

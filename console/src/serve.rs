@@ -6,9 +6,14 @@
 //! operator's own request then never gets in. Here every connection must send a whole
 //! head within the header timeout, also between the requests of a kept-alive one, or be
 //! closed; at the cap the console accepts nothing more until a connection closes (the
-//! kernel keeps the rest waiting, first come first served); and once half the cap is
-//! open, a new connection has one second for its head, so that a crowd of half-sent
-//! requests drains fast while a browser, which sends its head at once, is served.
+//! kernel keeps the rest waiting, first come first served); once half the cap is open, a
+//! new connection has one second for its head and serves one request only, so that a
+//! crowd of half-sent requests drains fast while a browser, which sends its head at
+//! once, is served; and every connection ends after its lifetime, kept alive or not,
+//! reading its answers or not (a client that sends a request every few seconds, or
+//! pipelines requests and never reads, held a slot for ever: an attack review).
+//! At the end of its lifetime a connection finishes the request in hand, with a grace
+//! of `GRACE`, then is dropped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,10 +36,14 @@ pub struct Limits {
     pub max_connections: usize,
     /// The time a connection has to send a request's head.
     pub header_timeout: Duration,
+    /// The time a connection may stay open.
+    pub lifetime: Duration,
 }
 
 /// The head's time on a crowded console (half the cap or more open).
 const CROWDED_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
+/// The time a connection past its lifetime has to finish its request.
+const GRACE: Duration = Duration::from_secs(5);
 
 /// Serves `router` on `listener` until `shutdown` completes.
 pub async fn serve(
@@ -63,7 +72,8 @@ pub async fn serve(
             () = &mut shutdown => return Ok(()),
         };
         let open = limits.max_connections - slots.available_permits();
-        let header_timeout = if open * 2 > limits.max_connections {
+        let crowded = open * 2 > limits.max_connections;
+        let header_timeout = if crowded {
             CROWDED_HEADER_TIMEOUT.min(limits.header_timeout)
         } else {
             limits.header_timeout
@@ -81,9 +91,24 @@ pub async fn serve(
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
+                .keep_alive(!crowded)
                 .serve_connection(TokioIo::new(stream), service);
-            if let Err(err) = connection.await {
-                tracing::debug!(%remote, "connection: {err}");
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => Some(ended),
+                () = tokio::time::sleep(limits.lifetime) => None,
+            };
+            let ended = match ended {
+                Some(ended) => Some(ended),
+                None => {
+                    connection.as_mut().graceful_shutdown();
+                    tokio::time::timeout(GRACE, connection.as_mut()).await.ok()
+                }
+            };
+            match ended {
+                Some(Err(err)) => tracing::debug!(%remote, "connection: {err}"),
+                None => tracing::debug!(%remote, "connection dropped at the end of its lifetime"),
+                Some(Ok(())) => {}
             }
             drop(slot);
         });

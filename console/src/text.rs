@@ -47,16 +47,26 @@ pub fn escaped(text: &str) -> String {
         .collect()
 }
 
+/// The characters of a name drawn as their code points: the hidden ones, and the spaces
+/// HTML would drop or merge (at either end, and each after another space).
+fn name_code_points(text: &str) -> impl Iterator<Item = (char, bool)> + '_ {
+    let trailing_from = text.trim_end_matches(' ').chars().count();
+    let mut after_space = true; // at the start, a space is at the name's end
+    text.chars().enumerate().map(move |(at, c)| {
+        let shown = hidden(c) || (c == ' ' && (after_space || at >= trailing_from));
+        after_space = c == ' ';
+        (c, shown)
+    })
+}
+
 /// A name (a queue, a key, a transaction id) drawn so that no two names look alike: its
-/// hidden characters and its spaces at either end as code points, its other characters
-/// beyond ASCII underlined, in a `bdi` so that it moves no text around it.
+/// hidden characters and the spaces HTML would drop or merge as code points, its other
+/// characters beyond ASCII underlined, in a `bdi` so that it moves no text around it.
 pub fn name(text: &str) -> Markup {
-    let leading = text.len() - text.trim_start_matches(' ').len();
-    let trailing_from = text.trim_end_matches(' ').len().max(leading);
     html! {
         bdi.name {
-            @for (at, c) in text.char_indices() {
-                @if hidden(c) || (c == ' ' && (at < leading || at >= trailing_from)) {
+            @for (c, as_code_point) in name_code_points(text) {
+                @if as_code_point {
                     span.esc title="a character that draws as nothing or moves text" { (code_point(c)) }
                 } @else if !c.is_ascii() {
                     span.beyond-ascii title=(format!("U+{:04X}", u32::from(c))) { (c) }
@@ -66,6 +76,19 @@ pub fn name(text: &str) -> Markup {
             }
         }
     }
+}
+
+/// A name for a page's title, which cannot be styled: the code points of `name`.
+pub fn title(text: &str) -> String {
+    name_code_points(text)
+        .map(|(c, as_code_point)| {
+            if as_code_point {
+                code_point(c)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Running text (an error, a payload): its hidden characters as code points, but its
@@ -107,6 +130,12 @@ mod tests {
             );
         }
         assert!(plain.contains(">acme<"), "{plain}");
+        assert_ne!(
+            name("acme  corp").into_string(),
+            name("acme corp").into_string()
+        );
+        assert_eq!(title("acme  corp "), "acme \\u{20}corp\\u{20}");
+        assert_eq!(title(" acme"), "\\u{20}acme");
         assert!(
             name("a b").into_string().contains("a b"),
             "an inner space is a space"

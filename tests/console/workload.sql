@@ -62,6 +62,9 @@ SELECT name, jsonb_build_object('to', name)
 INSERT INTO send_jobs (queue, payload) SELECT ' acme', '{}' FROM generate_series(1, 2);
 INSERT INTO sendjobs_queues (queue)
 SELECT DISTINCT queue FROM send_jobs WHERE queue NOT IN ('acme', 'globex', 'initech', 'ledger');
+-- Names 0.4.0 accepts that HTML would draw alike: one space, and two.
+SELECT sendjobs_enqueue('{}', 'acme corp');
+SELECT sendjobs_enqueue('{}', 'acme  corp');
 -- A payload with a right-to-left override, drawn reversed as it is.
 SELECT sendjobs_enqueue(jsonb_build_object('to', E'\u202eevil.example'), 'initech', idempotency_key => 'reversed');
 -- A key of digits only, which is no job's id.

@@ -89,7 +89,7 @@ pub async fn page(
                             "Stopped by " @if k.job_id == id { "this job" } @else { "job " a href=(format!("/jobs/{}", k.job_id)) { (k.job_id) } }
                             " since " (k.blocked_at) " UTC: no other job of the key is claimed."
                         }
-                        @if ctx.may(Action::Unblock) { (unblock_form(&ctx, &k.ordering_key, &job.queue)) }
+                        @if ctx.may(Action::Unblock) { (unblock_form(&ctx, &k.ordering_key, k.job_id, &job.queue)) }
                     }
                 }
                 dt { "priority" } dd { (job.priority) " min" }

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use maud::{html, Markup, DOCTYPE};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 
-use crate::auth::{self, Operator, OPERATOR_COOKIE};
+use crate::auth::Operator;
 use crate::db::Privileges;
 use crate::error::PageResult;
 use crate::http::CsrfCookie;
@@ -86,7 +86,7 @@ impl Ctx {
     pub async fn new(app: &App, headers: &HeaderMap, csrf: &CsrfCookie) -> PageResult<Ctx> {
         Ok(Ctx {
             privileges: app.db.privileges().await?,
-            operator: app.auth.operator(auth::cookie(headers, OPERATOR_COOKIE)),
+            operator: app.auth.operator_of(headers),
             csrf_field: app.auth.csrf_field(&csrf.0, app.auth.session_of(headers)),
             token_configured: app.auth.token_configured(),
         })
@@ -114,7 +114,7 @@ pub fn access_notes(ctx: &Ctx) -> Markup {
         @for action in Action::ALL {
             @if !action.granted(&ctx.privileges) {
                 p.refused {
-                    "Not allowed: " (action.name()) ". The role " code { (ctx.privileges.role) }
+                    "Not allowed: " (action.name()) ". The role " code { (crate::text::name(&ctx.privileges.role)) }
                     " may not execute " code { (action.function()) } " (the " (action.levels()) " level)."
                 }
             }
@@ -142,7 +142,7 @@ pub fn layout(ctx: Option<&Ctx>, title: &str, body: Markup) -> Markup {
                     }
                     @if let Some(ctx) = ctx {
                         span.role {
-                            "role " b { (ctx.privileges.role) }
+                            "role " b { (crate::text::name(&ctx.privileges.role)) }
                             @let allowed = ctx.privileges.allowed_actions();
                             " · may " (if allowed.is_empty() { "only read".to_string() } else { allowed.join(", ") })
                         }
@@ -215,6 +215,15 @@ pub fn opt_block(value: &Option<String>) -> Markup {
     }
 }
 
+/// A request's value quoted in an answer, its first 100 characters at most: an error
+/// page does not echo a value of any size.
+pub fn echoed(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((end, _)) => format!("{:?}…", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
 /// A rate (jobs a second, as sendjobs_limit takes it) as people write it: in the largest
 /// unit that gives at least one job, `20/s`, `1/min`, `30/h`, `2/day`, to 3 decimals.
 pub fn rate(per_second: f64) -> String {
@@ -238,7 +247,8 @@ pub fn parse_id(text: &str) -> PageResult<i64> {
         .filter(|id| *id > 0)
         .ok_or_else(|| {
             crate::error::PageError::BadRequest(format!(
-                "{text:?} is not a job id (a positive whole number)"
+                "{} is not a job id (a positive whole number)",
+                echoed(text)
             ))
         })
 }
@@ -251,8 +261,25 @@ pub fn name_field(field: &str, name: &str) -> Markup {
     html! { input type="hidden" name=(field) value=(encoded); }
 }
 
-/// A name of a form (`name_field`).
+/// A name of a form (`name_field`): letters and digits, and every other byte as `%XX`,
+/// nothing else (so that one name has one spelling).
 pub fn form_name(value: &str) -> PageResult<String> {
+    let bytes = value.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        } else if bytes[at] == b'%'
+            && bytes.get(at + 1).is_some_and(u8::is_ascii_hexdigit)
+            && bytes.get(at + 2).is_some_and(u8::is_ascii_hexdigit)
+        {
+            at += 3;
+        } else {
+            return Err(crate::error::PageError::BadRequest(
+                "the form's name is not percent-encoded".into(),
+            ));
+        }
+    }
     percent_decode_str(value)
         .decode_utf8()
         .map(|name| name.into_owned())

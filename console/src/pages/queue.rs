@@ -61,7 +61,7 @@ pub async fn page(
     let can_redrive = ctx.may(Action::Redrive);
     Ok(layout(
         Some(&ctx),
-        &text::escaped(&queue),
+        &text::title(&queue),
         html! {
             h1 { "Queue " code { (text::name(&queue)) } }
             (access_notes(&ctx))
@@ -111,7 +111,7 @@ pub async fn page(
                                     td { a href=(format!("/jobs/{}", k.job_id)) { (k.job_id) } }
                                     td { (k.blocked_at) }
                                     @if ctx.may(Action::Unblock) {
-                                        td { (unblock_form(&ctx, &k.ordering_key, &queue)) }
+                                        td { (unblock_form(&ctx, &k.ordering_key, k.job_id, &queue)) }
                                     }
                                 }
                             }
@@ -168,12 +168,14 @@ pub async fn page(
     ))
 }
 
-/// The button that lets a stopped key go (sendjobs_unblock_key), back to `back_queue`'s page.
-pub fn unblock_form(ctx: &Ctx, key: &str, back_queue: &str) -> Markup {
+/// The button that lets a stopped key go (sendjobs_unblock_key) while `job` stops it,
+/// back to `back_queue`'s page.
+pub fn unblock_form(ctx: &Ctx, key: &str, job: i64, back_queue: &str) -> Markup {
     html! {
         form.inline method="post" action="/actions/unblock" {
             (ctx.csrf_input())
             (name_field("key", key))
+            input type="hidden" name="job" value=(job);
             (name_field("queue", back_queue))
             button type="submit" .unblock { "Let the key go" }
         }

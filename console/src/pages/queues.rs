@@ -45,7 +45,8 @@ impl ListQuery {
     fn checked(self) -> PageResult<ListQuery> {
         let known = |value: &Option<String>, choices: &[(&str, &str)], what: &str| match value {
             Some(v) if !choices.iter().any(|(c, _)| c == v) => Err(PageError::BadRequest(format!(
-                "unknown {what} {v:?}; expected one of {}",
+                "unknown {what} {}; expected one of {}",
+                crate::pages::echoed(v),
                 choices
                     .iter()
                     .map(|(c, _)| *c)

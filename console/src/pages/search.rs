@@ -55,7 +55,8 @@ pub async fn page(
     if let Some(status) = &filters.status {
         if !STATUSES.contains(&status.as_str()) {
             return Err(PageError::BadRequest(format!(
-                "unknown status {status:?}; expected one of {}",
+                "unknown status {}; expected one of {}",
+                crate::pages::echoed(status),
                 STATUSES.join(", ")
             )));
         }
