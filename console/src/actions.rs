@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 
 use crate::auth::{self, Operator, OPERATOR_COOKIE};
-use crate::error::{PageError, PageResult};
+use crate::error::{DbError, PageError, PageResult};
 use crate::pages::queues::queue_href;
 use crate::pages::{form_name, form_queue, layout, parse_id, Action};
 use crate::{text, Shared};
@@ -48,6 +48,28 @@ impl Form {
 struct Caller {
     remote: SocketAddr,
     operator: Operator,
+}
+
+impl Caller {
+    /// An action the database refused: logged with what it was about, and a page that
+    /// says nothing changed, with the database's message.
+    fn failed(
+        &self,
+        action: &str,
+        about: &dyn std::fmt::Debug,
+        err: &DbError,
+        title: &str,
+        back: &str,
+    ) -> Response {
+        tracing::warn!(remote = %self.remote, operator = %self.operator.name, action, about = ?about,
+            result = ?err.to_string(), "action failed");
+        result_page(
+            title,
+            false,
+            html! { "Nothing changed: " (text::block(&err.to_string())) },
+            back,
+        )
+    }
 }
 
 /// The checks every action passes before it runs; a refusal is logged and changes nothing.
@@ -158,16 +180,7 @@ pub async fn redrive(
                 &back,
             ))
         }
-        Err(err) => {
-            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "redrive",
-                ids = ?ids, result = ?err.to_string(), "action failed");
-            Ok(result_page(
-                "Not redriven",
-                false,
-                html! { "Nothing was redriven: " (text::block(&err.to_string())) },
-                &back,
-            ))
-        }
+        Err(err) => Ok(caller.failed("redrive", &ids, &err, "Not redriven", &back)),
     }
 }
 
@@ -194,15 +207,7 @@ pub async fn cancel(
                 &back,
             ))
         }
-        Err(err) => {
-            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "cancel", job = id, result = ?err.to_string(), "action failed");
-            Ok(result_page(
-                "Not cancelled",
-                false,
-                html! { "Nothing changed: " (text::block(&err.to_string())) },
-                &back,
-            ))
-        }
+        Err(err) => Ok(caller.failed("cancel", &id, &err, "Not cancelled", &back)),
     }
 }
 
@@ -255,15 +260,7 @@ async fn pause_or_resume(
                 &back,
             ))
         }
-        Err(err) => {
-            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = action.name(), queue = ?queue, result = ?err.to_string(), "action failed");
-            Ok(result_page(
-                "Nothing changed",
-                false,
-                html! { (text::block(&err.to_string())) },
-                &back,
-            ))
-        }
+        Err(err) => Ok(caller.failed(action.name(), &queue, &err, "Nothing changed", &back)),
     }
 }
 
@@ -307,15 +304,7 @@ pub async fn unblock(
                 &back,
             ))
         }
-        Err(err) => {
-            tracing::warn!(remote = %caller.remote, operator = %caller.operator.name, action = "unblock", key = ?key, result = ?err.to_string(), "action failed");
-            Ok(result_page(
-                "Nothing changed",
-                false,
-                html! { (text::block(&err.to_string())) },
-                &back,
-            ))
-        }
+        Err(err) => Ok(caller.failed("unblock", &key, &err, "Nothing changed", &back)),
     }
 }
 
