@@ -15,7 +15,9 @@ use maud::html;
 use crate::auth::{self, Operator, OPERATOR_COOKIE};
 use crate::error::{DbError, PageError, PageResult};
 use crate::pages::queues::queue_href;
-use crate::pages::{form_name, form_queue, layout, parse_id, Action};
+use crate::pages::{
+    form_name, form_queue, layout, parse_count, parse_id, parse_rate, rate, Action,
+};
 use crate::{text, Shared};
 
 /// The most jobs one redrive request may name.
@@ -261,6 +263,39 @@ async fn pause_or_resume(
             ))
         }
         Err(err) => Ok(caller.failed(action.name(), &queue, &err, "Nothing changed", &back)),
+    }
+}
+
+pub async fn limit(
+    State(app): State<Shared>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult<Response> {
+    let form = Form::parse(&body);
+    let queue = form_queue(form.one("queue").unwrap_or(""))?;
+    let cap = parse_count(form.one("max_in_flight").unwrap_or(""), "cap")?;
+    let per_second = parse_rate(form.one("rate").unwrap_or(""))?;
+    let burst = parse_count(form.one("burst").unwrap_or(""), "burst")?;
+    let caller = authorize(&app, &headers, remote, &form, Action::Limit).await?;
+    let back = queue_href(&queue);
+    match app.db.limit(&queue, cap, per_second, burst).await {
+        Ok(()) => {
+            tracing::info!(remote = %caller.remote, operator = %caller.operator.name, action = "limit", queue = ?queue,
+                max_in_flight = ?cap, rate = ?per_second, burst = ?burst, result = "applied", "action");
+            Ok(result_page(
+                "Limits set",
+                true,
+                html! {
+                    "The queue " code { (text::name(&queue)) } ": "
+                    (cap.map_or("no cap".to_string(), |c| format!("at most {c} in flight")))
+                    ", " (per_second.map_or("no rate".to_string(), |r| format!("{} with bursts of {}", rate(r), burst.map_or("a second's worth".to_string(), |b| b.to_string()))))
+                    "."
+                },
+                &back,
+            ))
+        }
+        Err(err) => Ok(caller.failed("limit", &queue, &err, "Nothing changed", &back)),
     }
 }
 

@@ -37,6 +37,7 @@ pub struct Privileges {
     pub pause: bool,
     pub resume: bool,
     pub unblock: bool,
+    pub limit: bool,
     pub payload: bool,
     pub keys: bool,
     pub link: bool,
@@ -52,6 +53,7 @@ impl Privileges {
             ("pause", self.pause),
             ("resume", self.resume),
             ("unblock", self.unblock),
+            ("limit", self.limit),
         ]
         .into_iter()
         .filter_map(|(name, allowed)| allowed.then_some(name))
@@ -259,6 +261,7 @@ impl Db {
             pause: row.get("pause"),
             resume: row.get("resume"),
             unblock: row.get("unblock"),
+            limit: row.get("limit"),
             payload: row.get("payload"),
             keys: row.get("keys"),
             link: row.get("link"),
@@ -603,6 +606,27 @@ impl Db {
             )
             .await?;
         Ok(rows[0].get("was_stopped"))
+    }
+
+    /// sendjobs_limit: the queue's cap, rate and burst, replacing the earlier ones.
+    pub async fn limit(
+        &self,
+        queue: &str,
+        cap: Option<i32>,
+        rate: Option<f64>,
+        burst: Option<i32>,
+    ) -> DbResult<()> {
+        self.query(
+            include_str!("../sql/limit.sql"),
+            &[
+                (&queue, Type::TEXT),
+                (&cap, Type::INT4),
+                (&rate, Type::FLOAT8),
+                (&burst, Type::INT4),
+            ],
+        )
+        .await?;
+        Ok(())
     }
 
     pub async fn resume(&self, queue: &str) -> DbResult<()> {

@@ -37,6 +37,7 @@ pub fn router(app: Shared) -> Router {
         .route("/actions/pause", post(actions::pause))
         .route("/actions/resume", post(actions::resume))
         .route("/actions/unblock", post(actions::unblock))
+        .route("/actions/limit", post(actions::limit))
         .route("/assets/console.css", get(assets::css))
         .route("/assets/console.js", get(assets::js))
         .fallback(|| async { PageError::NotFound("no such page".into()) })

@@ -216,6 +216,24 @@ try {
         `limited now: globex at its cap of 3, initech paused (${JSON.stringify(limitedNow)})`);
   check((await fetch(ADMIN + "/queues?only=everything")).status === 400, "an unknown filter: 400");
 
+  console.log("== a partner's limits, set as people write them");
+  await page.goto(ADMIN + "/queue?name=globex");
+  check(await page.inputValue("#limits input[name=rate]") === "1/min" && await page.inputValue("#limits input[name=max_in_flight]") === "3",
+        "globex's form holds its limits: cap 3, rate 1/min");
+  await page.fill("#limits input[name=max_in_flight]", "5");
+  await page.fill("#limits input[name=rate]", "20/s");
+  await page.fill("#limits input[name=burst]", "2");
+  await Promise.all([page.waitForNavigation(), page.click("#set-limits")]);
+  const globexLimits = async () => (await one("SELECT max_in_flight, rate, burst FROM sendjobs_queues WHERE queue = 'globex'"))[0];
+  let set = await globexLimits();
+  check(set.max_in_flight === 5 && set.rate === 20 && set.burst === 2, `globex: cap 5, 20 a second, bursts of 2 (${JSON.stringify(set)})`);
+  await page.goto(ADMIN + "/queue?name=globex");
+  await page.fill("#limits input[name=rate]", "fast");
+  const refusedLimits = await Promise.all([page.waitForNavigation(), page.click("#set-limits")]);
+  set = await globexLimits();
+  check(refusedLimits[0].status() === 400 && set.max_in_flight === 5 && set.rate === 20 && set.burst === 2,
+        "a rate written 'fast': 400, nothing changed");
+
   console.log("== the header's box: a key of digits, a key, and a monitor who cannot search keys");
   const digits = (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = '424242'"))[0].id;
   for (const [typed, want] of [["424242", digits], [" acme/1 ", null]]) {
@@ -319,7 +337,8 @@ try {
   await signIn(mpage, MONITOR, "watcher");
   await mpage.goto(MONITOR + "/queue?name=acme");
   check((await mpage.$$("#failed input[name=id], #redrive, #pause, #resume")).length === 0, "no checkbox, redrive or pause on acme");
-  check((await mpage.textContent("main")).includes("Not allowed: unblock"), "the page says unblock is not allowed");
+  check((await mpage.textContent("main")).includes("Not allowed: unblock") && (await mpage.textContent("main")).includes("Not allowed: limit") &&
+        (await mpage.$$("#limits")).length === 0, "the page says unblock and limit are not allowed, and has no limits form");
   check((await mpage.textContent("main")).includes("Not allowed: redrive"), "the page says redrive is not allowed");
   await mpage.fill("header input[name=q]", "acme/1");
   await Promise.all([mpage.waitForNavigation(), mpage.press("header input[name=q]", "Enter")]);

@@ -25,15 +25,17 @@ pub enum Action {
     Pause,
     Resume,
     Unblock,
+    Limit,
 }
 
 impl Action {
-    pub const ALL: [Action; 5] = [
+    pub const ALL: [Action; 6] = [
         Action::Redrive,
         Action::Cancel,
         Action::Pause,
         Action::Resume,
         Action::Unblock,
+        Action::Limit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +45,7 @@ impl Action {
             Action::Pause => "pause",
             Action::Resume => "resume",
             Action::Unblock => "unblock",
+            Action::Limit => "limit",
         }
     }
 
@@ -53,6 +56,7 @@ impl Action {
             Action::Pause => "sendjobs_pause(text)",
             Action::Resume => "sendjobs_resume(text)",
             Action::Unblock => "sendjobs_unblock_key(text)",
+            Action::Limit => "sendjobs_limit(text, integer, double precision, integer)",
         }
     }
 
@@ -70,6 +74,7 @@ impl Action {
             Action::Pause => p.pause,
             Action::Resume => p.resume,
             Action::Unblock => p.unblock,
+            Action::Limit => p.limit,
         }
     }
 }
@@ -109,7 +114,7 @@ pub fn access_notes(ctx: &Ctx) -> Markup {
         @if !ctx.token_configured {
             p.note { "Actions are disabled: SENDJOBS_CONSOLE_TOKEN is not set where the console runs. The pages only show." }
         } @else if ctx.operator.is_none() {
-            p.note { "Sign in (at the top) with the operator token to redrive, cancel, pause, resume or let a stopped key go." }
+            p.note { "Sign in (at the top) with the operator token to redrive, cancel, pause, resume, let a stopped key go or set limits." }
         }
         @for action in Action::ALL {
             @if !action.granted(&ctx.privileges) {
@@ -239,6 +244,50 @@ pub fn rate(per_second: f64) -> String {
     format!("{shown}/{unit}")
 }
 
+/// A rate as people write it (`rate` reads it back): a number of jobs, a slash and a
+/// unit (`s`, `min`, `h`, `day`), or a number alone, a second. Empty: no rate.
+pub fn parse_rate(text: &str) -> PageResult<Option<f64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let (amount, unit) = text.split_once('/').unwrap_or((text, "s"));
+    let seconds = match unit.trim() {
+        "s" | "sec" | "second" => 1.0,
+        "min" | "minute" => 60.0,
+        "h" | "hour" => 3600.0,
+        "d" | "day" => 86400.0,
+        _ => f64::NAN,
+    };
+    amount
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|amount| amount / seconds)
+        .filter(|per_second| per_second.is_finite() && *per_second > 0.0)
+        .map(Some)
+        .ok_or_else(|| {
+            crate::error::PageError::BadRequest(format!(
+                "{} is not a rate: write a number of jobs and a unit, as 20/s, 1/min, 30/h or 2/day",
+                echoed(text)
+            ))
+        })
+}
+
+/// An optional whole number of a form (a cap, a burst): empty is none.
+pub fn parse_count(text: &str, what: &str) -> PageResult<Option<i32>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse::<i32>().map(Some).map_err(|_| {
+        crate::error::PageError::BadRequest(format!(
+            "{} is not a {what} (a whole number)",
+            echoed(text)
+        ))
+    })
+}
+
 /// The numbers in a path or a form: a clear 400 for anything else.
 pub fn parse_id(text: &str) -> PageResult<i64> {
     text.trim()
@@ -318,5 +367,27 @@ mod tests {
         assert_eq!(rate(1.0 / 3600.0), "1/h");
         assert_eq!(rate(1.0 / 86400.0), "1/day");
         assert_eq!(rate(1.0 / 7.0), "8.571/min");
+    }
+
+    #[test]
+    fn rates_are_read_as_they_are_written() {
+        use super::parse_rate;
+        assert_eq!(parse_rate("20/s").unwrap(), Some(20.0));
+        assert_eq!(parse_rate(" 1/min ").unwrap(), Some(1.0 / 60.0));
+        assert_eq!(parse_rate("30/h").unwrap(), Some(30.0 / 3600.0));
+        assert_eq!(parse_rate("2/day").unwrap(), Some(2.0 / 86400.0));
+        assert_eq!(parse_rate("2.5").unwrap(), Some(2.5));
+        assert_eq!(parse_rate("").unwrap(), None);
+        for bad in ["fast", "0/s", "-1/s", "1/week", "NaN", "inf/s", "1/"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        for r in [20.0, 1.0 / 60.0, 0.5, 1.0 / 86400.0] {
+            let shown = super::rate(r);
+            let back = parse_rate(&shown).unwrap().unwrap();
+            assert!(
+                (back - r).abs() / r < 1e-3,
+                "{r} shown as {shown}, read as {back}"
+            );
+        }
     }
 }

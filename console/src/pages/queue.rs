@@ -96,6 +96,27 @@ pub async fn page(
                     button type="submit" #pause { "Pause the queue" }
                 }
             }
+            @if ctx.may(Action::Limit) {
+                @let l = limits.first();
+                form.search #limits method="post" action="/actions/limit" {
+                    (ctx.csrf_input())
+                    (name_field("queue", &queue))
+                    label { "cap (jobs in flight)"
+                        input type="number" name="max_in_flight" min="1" value=(l.and_then(|l| l.max_in_flight).map(|c| c.to_string()).unwrap_or_default());
+                        span.muted { "in flight now: " (l.map_or(0, |l| l.in_flight)) }
+                    }
+                    label { "rate (20/s, 1/min, 30/h, 2/day)"
+                        input type="text" name="rate" value=(l.and_then(|l| l.rate).map(rate).unwrap_or_default());
+                        span.muted { "tokens now: " (l.and_then(|l| l.tokens).map(|t| format!("{t:.1}")).unwrap_or_else(|| "—".into())) }
+                    }
+                    label { "burst"
+                        input type="number" name="burst" min="1" value=(l.and_then(|l| l.burst).map(|b| b.to_string()).unwrap_or_default());
+                        span.muted { "empty: a second's worth" }
+                    }
+                    button type="submit" #set-limits { "Set the limits" }
+                }
+                p.muted { "Empty fields lift their limit; the new limits replace the old ones (sendjobs_limit)." }
+            }
             h2 { "Stopped ordering keys" }
             @match &blocked {
                 None => p.muted { "Unknown: the role may not read sendjobs_blocked_keys." },
