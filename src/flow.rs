@@ -16,7 +16,7 @@ use crate::key_waits;
 use crate::queue_names::readable_or_known;
 use crate::spi_plans::settings_relation;
 use crate::statements::{first, statement, Statement};
-use crate::turns::extension_lock;
+use crate::turns::{self, extension_lock};
 use crate::wakeup;
 
 static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");
@@ -344,17 +344,8 @@ impl Limited {
 pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
     let relation = watch(client)?;
     let tag = extension_lock(relation);
-    // SAFETY: a transaction-level lock, never waited for, released by first_pass_done
-    // or at the transaction's end.
-    let got = unsafe {
-        pg_sys::LockAcquire(
-            &tag,
-            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-            false,
-            true,
-        )
-    };
-    let held = (got != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL).then_some(tag);
+    // Never waited for; released by first_pass_done or at the transaction's end.
+    let held = turns::acquire(&tag, pg_sys::AccessShareLock, true).then_some(tag);
     // SAFETY: reads the invalidations committed so far (before this lock's holder, if any,
     // released it: all of them, when the lock was had).
     unsafe { pg_sys::AcceptInvalidationMessages() };
@@ -490,16 +481,12 @@ fn settings_changed(client: &SpiClient<'_>) -> Result<()> {
     forget_list();
     register_xact_callback(PgXactCallbackEvent::Abort, forget_list);
     register_xact_callback(PgXactCallbackEvent::PreCommit, move || {
-        let tag = extension_lock(relation);
-        // SAFETY: the lock above in the exclusive mode, waited for, until the commit ends.
-        unsafe {
-            pg_sys::LockAcquire(
-                &tag,
-                pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
-                false,
-                false,
-            )
-        };
+        // The lock above in the exclusive mode, waited for, until the commit ends.
+        turns::acquire(
+            &extension_lock(relation),
+            pg_sys::AccessExclusiveLock,
+            false,
+        );
     });
     register_xact_callback(PgXactCallbackEvent::PrePrepare, || {
         ereport!(

@@ -30,6 +30,16 @@ pub fn extension_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
     }
 }
 
+/// Takes `tag` in `mode` until the end of the transaction (or a `LockRelease`): waited
+/// for, interruptibly and under the caller's lock_timeout and statement_timeout, unless
+/// `dont_wait`. Returns whether it was taken.
+pub fn acquire(tag: &pg_sys::LOCKTAG, mode: u32, dont_wait: bool) -> bool {
+    // SAFETY: a transaction-level lock of a tag made here (extension_lock), in one of
+    // the lock method's modes.
+    let got = unsafe { pg_sys::LockAcquire(tag, mode as pg_sys::LOCKMODE, false, dont_wait) };
+    got != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL
+}
+
 /// Takes the turn of the claims that take ordered jobs and holds it to the end of the
 /// transaction: the lock of `send_jobs` (`relation`) in the exclusive mode. The pass that
 /// follows runs in a snapshot taken after the turn, and sees every claim of an ordered job
@@ -41,17 +51,7 @@ pub fn extension_lock(relation: pg_sys::Oid) -> pg_sys::LOCKTAG {
 pub fn take_keyed_turn(relation: pg_sys::Oid) -> bool {
     let tag = extension_lock(relation);
     let finished_one = majors::lock_held_by_me(&tag, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
-    // SAFETY: a transaction-level lock, waited for (interruptibly, under the caller's
-    // lock_timeout and statement_timeout) or not, released at the transaction's end.
-    let got = unsafe {
-        pg_sys::LockAcquire(
-            &tag,
-            pg_sys::ExclusiveLock as pg_sys::LOCKMODE,
-            false,
-            finished_one,
-        )
-    };
-    got != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL
+    acquire(&tag, pg_sys::ExclusiveLock, finished_one)
 }
 
 /// Waits for the claims of ordered jobs in progress and keeps new ones off until the end of
@@ -59,15 +59,5 @@ pub fn take_keyed_turn(relation: pg_sys::Oid) -> bool {
 /// conflicts with and other finishes do not. A finish of an ordered job takes it before
 /// it lets the jobs that waited for it go (src/key_waits.rs: decision 0020 says why).
 pub fn hold_off_keyed_claims(relation: pg_sys::Oid) {
-    let tag = extension_lock(relation);
-    // SAFETY: a transaction-level lock, waited for (interruptibly, under the caller's
-    // lock_timeout and statement_timeout), released at the transaction's end.
-    unsafe {
-        pg_sys::LockAcquire(
-            &tag,
-            pg_sys::RowExclusiveLock as pg_sys::LOCKMODE,
-            false,
-            false,
-        )
-    };
+    acquire(&extension_lock(relation), pg_sys::RowExclusiveLock, false);
 }
