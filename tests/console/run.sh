@@ -41,7 +41,7 @@ start() {  # variable name role token-or-empty [option ...]: starts a console, s
 start CONSOLE_ADMIN admin console_admin "$SENDJOBS_CONSOLE_TOKEN"
 start CONSOLE_MONITOR monitor console_monitor "$SENDJOBS_CONSOLE_TOKEN"
 # Few connections, a short time for a request's head and a short life: the tests of
-# half-sent requests and of a connection kept alive by a request every second.
+# half-sent requests and of a connection kept alive by a request every quarter second.
 start CONSOLE_NOTOKEN notoken console_admin "" --max-connections 16 --header-timeout 3 --connection-lifetime 4
 export CONSOLE_ADMIN CONSOLE_MONITOR CONSOLE_NOTOKEN SCREENSHOTS=${SCREENSHOTS:-$SENDJOBS_CLUSTER_DIR/screenshots}
 status=0
