@@ -12,7 +12,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 
-use crate::auth::{self, Operator, OPERATOR_COOKIE};
+use crate::auth::{self, Cookie, Operator};
 use crate::error::{DbError, PageError, PageResult};
 use crate::pages::queues::queue_href;
 use crate::pages::{
@@ -372,8 +372,8 @@ pub async fn sign_in(
         return Err(PageError::Forbidden("wrong operator token".into()));
     }
     tracing::info!(remote = %remote, operator = %name, token = app.auth.token_id.as_deref().unwrap_or(""), action = "signin", "action");
-    let cookie = auth::set_cookie(
-        OPERATOR_COOKIE,
+    let cookie = app.auth.set_cookie(
+        Cookie::Operator,
         &app.auth.session_value(name),
         Some(auth::session_max_age()),
     );
@@ -396,7 +396,7 @@ pub async fn sign_out(
         ));
     }
     let mut response = Redirect::to("/queues").into_response();
-    if let Ok(value) = HeaderValue::from_str(&auth::set_cookie(OPERATOR_COOKIE, "", Some(0))) {
+    if let Ok(value) = HeaderValue::from_str(&app.auth.set_cookie(Cookie::Operator, "", Some(0))) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     Ok(response)

@@ -13,6 +13,9 @@
 //!   field nor compute it; and one who plants a cookie of their own choosing (a sibling
 //!   host can) and reads its field from a page gets the field of no session, which opens
 //!   no action and no one else's sign-out.
+//! - **Behind HTTPS** (`--secure-cookies`) both cookies are `Secure` and named with the
+//!   `__Host-` prefix, which a browser accepts only from a secure origin, for the whole
+//!   host, without a Domain: a sibling host can then plant neither.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -23,8 +26,12 @@ use subtle::ConstantTimeEq;
 
 use crate::error::StartError;
 
-pub const CSRF_COOKIE: &str = "sjc_csrf";
-pub const OPERATOR_COOKIE: &str = "sjc_operator";
+/// The console's two cookies.
+#[derive(Clone, Copy, Debug)]
+pub enum Cookie {
+    Csrf,
+    Operator,
+}
 const SESSION_SECONDS: u64 = 8 * 3600;
 
 pub struct Auth {
@@ -33,6 +40,8 @@ pub struct Auth {
     /// The first 8 hex digits of that digest: names the token in the action log.
     pub token_id: Option<String>,
     secret: [u8; 32],
+    /// `--secure-cookies`: the browser reaches the console through HTTPS.
+    secure: bool,
 }
 
 /// The operator a session cookie names.
@@ -42,7 +51,7 @@ pub struct Operator {
 }
 
 impl Auth {
-    pub fn from_env() -> Result<Self, StartError> {
+    pub fn from_env(secure: bool) -> Result<Self, StartError> {
         let token = std::env::var("SENDJOBS_CONSOLE_TOKEN")
             .ok()
             .filter(|t| !t.is_empty());
@@ -59,6 +68,7 @@ impl Auth {
             token_digest,
             token_id,
             secret,
+            secure,
         })
     }
 
@@ -104,7 +114,7 @@ impl Auth {
             return false;
         };
         let session = self.session_of(headers);
-        cookies(headers, CSRF_COOKIE)
+        cookies(headers, self.cookie_name(Cookie::Csrf))
             .filter(|csrf| !csrf.is_empty())
             .any(|csrf| {
                 bool::from(
@@ -117,7 +127,8 @@ impl Auth {
 
     /// The session cookie of a request that holds a valid session, if one does.
     pub fn session_of<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
-        cookies(headers, OPERATOR_COOKIE).find(|value| self.operator(Some(value)).is_some())
+        cookies(headers, self.cookie_name(Cookie::Operator))
+            .find(|value| self.operator(Some(value)).is_some())
     }
 
     /// The operator of a request's valid session.
@@ -131,6 +142,27 @@ impl Auth {
         let body = format!("{name}.{expires}");
         let mac = self.mac("operator", &body);
         format!("{body}.{mac}")
+    }
+
+    /// A cookie's name: with the `__Host-` prefix behind HTTPS.
+    pub fn cookie_name(&self, cookie: Cookie) -> &'static str {
+        match (cookie, self.secure) {
+            (Cookie::Csrf, false) => "sjc_csrf",
+            (Cookie::Operator, false) => "sjc_operator",
+            (Cookie::Csrf, true) => "__Host-sjc_csrf",
+            (Cookie::Operator, true) => "__Host-sjc_operator",
+        }
+    }
+
+    /// A Set-Cookie value: HttpOnly, SameSite=Strict, for the whole console; Secure
+    /// behind HTTPS.
+    pub fn set_cookie(&self, cookie: Cookie, value: &str, max_age: Option<u64>) -> String {
+        let name = self.cookie_name(cookie);
+        let secure = if self.secure { "; Secure" } else { "" };
+        let age = max_age
+            .map(|s| format!("; Max-Age={s}"))
+            .unwrap_or_default();
+        format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict{secure}{age}")
     }
 
     /// The operator of a session cookie, if it is ours, unexpired, and a token is set.
@@ -176,14 +208,6 @@ pub fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item 
         .map(|(_, v)| v)
 }
 
-/// A Set-Cookie value: HttpOnly, SameSite=Strict, for the whole console.
-pub fn set_cookie(name: &str, value: &str, max_age: Option<u64>) -> String {
-    let age = max_age
-        .map(|s| format!("; Max-Age={s}"))
-        .unwrap_or_default();
-    format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict{age}")
-}
-
 pub fn session_max_age() -> u64 {
     SESSION_SECONDS
 }
@@ -209,8 +233,12 @@ mod tests {
             token_digest,
             token_id: None,
             secret: [7; 32],
+            secure: false,
         }
     }
+
+    const CSRF_COOKIE: &str = "sjc_csrf";
+    const OPERATOR_COOKIE: &str = "sjc_operator";
 
     #[test]
     fn the_token_must_match_exactly() {
@@ -301,5 +329,32 @@ mod tests {
             ..auth(Some("a-token-of-twenty-chars"))
         };
         assert!(other_process.operator(Some(&value)).is_none());
+    }
+
+    #[test]
+    fn behind_https_the_cookies_are_secure_and_host_only() {
+        let a = Auth {
+            secure: true,
+            ..auth(None)
+        };
+        let set = a.set_cookie(Cookie::Operator, "v", Some(1));
+        assert_eq!(
+            set,
+            "__Host-sjc_operator=v; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=1"
+        );
+        // A cookie under the plain name (which anyone on the domain may set) is not read.
+        let mut headers = HeaderMap::new();
+        headers.insert(axum::http::header::COOKIE, "sjc_csrf=own".parse().unwrap());
+        assert!(!a.csrf_valid(&headers, Some(&a.csrf_field("own", None))));
+        headers.insert(
+            axum::http::header::COOKIE,
+            "__Host-sjc_csrf=own".parse().unwrap(),
+        );
+        assert!(a.csrf_valid(&headers, Some(&a.csrf_field("own", None))));
+        let plain = Auth {
+            secure: false,
+            ..auth(None)
+        };
+        assert!(!plain.set_cookie(Cookie::Csrf, "v", None).contains("Secure"));
     }
 }

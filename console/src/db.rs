@@ -14,7 +14,7 @@
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
 
 use crate::error::{DbError, StartError};
 
@@ -190,14 +190,19 @@ pub struct Redriven {
 
 impl Db {
     pub async fn connect(url: &str, pool_size: usize) -> Result<Self, StartError> {
+        let (url, tls) = crate::tls::split(url)?;
         let mut config: tokio_postgres::Config = url.parse().map_err(StartError::DatabaseUrl)?;
-        config.application_name("sendjobs-console");
+        if config.get_application_name().is_none() {
+            config.application_name("sendjobs-console");
+        }
+        config.ssl_mode(tls.mode.for_driver());
+        let connector = tls.connector()?;
         // The first connection, without the pinned path, only finds the schema (its one
         // statement qualifies every name).
         let (client, connection) = config
-            .connect(NoTls)
+            .connect(connector.clone())
             .await
-            .map_err(StartError::DatabaseUrl)?;
+            .map_err(StartError::Connect)?;
         let driver = tokio::spawn(connection);
         let rows = client
             .query_typed(include_str!("../sql/extension_schema.sql"), &[])
@@ -212,7 +217,7 @@ impl Db {
             .options("-c search_path=pg_catalog,pg_temp -c TimeZone=UTC -c statement_timeout=10s");
         let manager = Manager::from_config(
             config,
-            NoTls,
+            connector,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },

@@ -10,6 +10,22 @@ use axum::response::{IntoResponse, Response};
 pub enum StartError {
     #[error("the connection string: {0}")]
     DatabaseUrl(tokio_postgres::Error),
+    #[error("connecting to the database: {}", with_causes(.0))]
+    Connect(tokio_postgres::Error),
+    #[error(
+        "no connection string: set SENDJOBS_CONSOLE_DATABASE_URL, or name a file holding it \
+         with --database-url-file"
+    )]
+    NoDatabaseUrl,
+    #[error("the connection string is given twice: by --database-url-file and by SENDJOBS_CONSOLE_DATABASE_URL")]
+    DatabaseUrlTwice,
+    #[error("--database-url-file {}: {source}", path.display())]
+    DatabaseUrlFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("TLS to the database: {0}")]
+    Tls(String),
     #[error("the pool: {0}")]
     Pool(String),
     #[error("the database: {0}")]
@@ -25,6 +41,18 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+}
+
+/// An error and its causes, as one line (a TLS handshake's says why).
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(err) = cause {
+        line.push_str(": ");
+        line.push_str(&err.to_string());
+        cause = err.source();
+    }
+    line
 }
 
 /// A database call that failed: no connection from the pool, or the statement.

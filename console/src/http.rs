@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::auth::{self, CSRF_COOKIE};
+use crate::auth::{self, Cookie};
 use crate::error::PageError;
 use crate::{actions, assets, pages, App, Shared};
 
@@ -107,7 +107,7 @@ async fn every_response(State(app): State<Shared>, request: Request, next: Next)
     // A refusal gets the same headers as a page (below).
     let mut response = match admitted(&app, request).await {
         Ok(mut request) => {
-            let existing = auth::cookie(request.headers(), CSRF_COOKIE)
+            let existing = auth::cookie(request.headers(), app.auth.cookie_name(Cookie::Csrf))
                 .filter(|c| !c.is_empty())
                 .map(str::to_string);
             new_cookie = existing.is_none().then(|| app.auth.new_csrf_cookie());
@@ -120,7 +120,8 @@ async fn every_response(State(app): State<Shared>, request: Request, next: Next)
     let took = started.elapsed().as_secs_f64() * 1000.0;
     let headers = response.headers_mut();
     if let Some(cookie) = new_cookie {
-        if let Ok(value) = HeaderValue::from_str(&auth::set_cookie(CSRF_COOKIE, &cookie, None)) {
+        if let Ok(value) = HeaderValue::from_str(&app.auth.set_cookie(Cookie::Csrf, &cookie, None))
+        {
             headers.append(header::SET_COOKIE, value);
         }
     }

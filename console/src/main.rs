@@ -15,6 +15,7 @@ mod log;
 mod pages;
 mod serve;
 mod text;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,10 +37,12 @@ the session cookie cross that network unencrypted. Put it behind a TLS proxy, or
 on loopback and reach it through an SSH tunnel."
 )]
 struct Args {
-    /// The connection string (libpq key=value or postgresql:// URL) of a role with the
-    /// `monitor` level, and `admin` for the actions (sendjobs_grant).
-    #[arg(long, env = "SENDJOBS_CONSOLE_DATABASE_URL")]
-    database_url: String,
+    /// A file holding the connection string (libpq key=value or postgresql:// URL) of a
+    /// role with the `monitor` level, and `admin` for the actions (sendjobs_grant).
+    /// Without it, the string comes from the environment, SENDJOBS_CONSOLE_DATABASE_URL;
+    /// never from the command line, which every user of the machine can read.
+    #[arg(long, value_name = "PATH")]
+    database_url_file: Option<std::path::PathBuf>,
 
     /// Where to listen.
     #[arg(long, default_value = "127.0.0.1:8090")]
@@ -48,6 +51,11 @@ struct Args {
     /// Connections in the pool.
     #[arg(long, default_value_t = 4)]
     pool_size: usize,
+
+    /// The browser reaches the console through HTTPS (a TLS proxy in front, named with
+    /// --public-host): the cookies are marked Secure and named with the __Host- prefix.
+    #[arg(long)]
+    secure_cookies: bool,
 
     /// Another name the browser reaches the console by (`host` or `host:port`, e.g. a
     /// TLS proxy's), besides the listen address and localhost; may be repeated. A request
@@ -93,9 +101,30 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// The connection string: from the file named, else from the environment.
+fn database_url(file: Option<&std::path::Path>) -> Result<String, error::StartError> {
+    let from_env = std::env::var("SENDJOBS_CONSOLE_DATABASE_URL")
+        .ok()
+        .filter(|url| !url.is_empty());
+    let url = match (file, from_env) {
+        (Some(_), Some(_)) => return Err(error::StartError::DatabaseUrlTwice),
+        (Some(path), None) => std::fs::read_to_string(path)
+            .map_err(|source| error::StartError::DatabaseUrlFile {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .trim()
+            .to_string(),
+        (None, Some(url)) => url,
+        (None, None) => return Err(error::StartError::NoDatabaseUrl),
+    };
+    Ok(url)
+}
+
 async fn run(args: Args) -> Result<(), error::StartError> {
-    let db = db::Db::connect(&args.database_url, args.pool_size).await?;
-    let auth = auth::Auth::from_env()?;
+    let database_url = database_url(args.database_url_file.as_deref())?;
+    let db = db::Db::connect(&database_url, args.pool_size).await?;
+    let auth = auth::Auth::from_env(args.secure_cookies)?;
     let role = db.privileges().await?;
     tracing::info!(
         role = %role.role,

@@ -14,13 +14,16 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
-use maud::html;
+use maud::{html, Markup};
 
 use crate::db::Filters;
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::queues::{query_value, queue_href};
-use crate::pages::{layout, opt, opt_block, opt_name, parse_id, parse_queue, status_badge, Ctx};
+use crate::pages::{
+    form_name, layout, name_field, opt, opt_block, opt_name, parse_id, parse_queue, status_badge,
+    Ctx,
+};
 use crate::text;
 use crate::Shared;
 
@@ -44,11 +47,17 @@ pub async fn page(
             .filter(|v| !v.is_empty())
             .map(str::to_string)
     };
-    let exact = |name: &str| query.get(name).filter(|v| !v.is_empty()).cloned();
+    // A refilled value a text box cannot hold comes back percent-encoded (`refilled`).
+    let exact = |name: &str| -> PageResult<Option<String>> {
+        match query.get(&format!("{name}_encoded")) {
+            Some(encoded) => form_name(encoded).map(Some),
+            None => Ok(query.get(name).filter(|v| !v.is_empty()).cloned()),
+        }
+    };
     let mut filters = Filters {
-        queue: exact("queue").map(|q| parse_queue(&q)).transpose()?,
+        queue: exact("queue")?.map(|q| parse_queue(&q)).transpose()?,
         status: given("status"),
-        transaction_id: exact("transaction_id"),
+        transaction_id: exact("transaction_id")?,
         created_from: given("from"),
         created_to: given("to"),
     };
@@ -62,7 +71,7 @@ pub async fn page(
         }
     }
     let ctx = Ctx::new(&app, &headers, &csrf).await?;
-    let mut key = exact("idempotency_key");
+    let mut key = exact("idempotency_key")?;
     // The header's box: a job's id, else an idempotency key, else a transaction id.
     let mut box_note = None;
     if let Some(q) = given("q") {
@@ -152,9 +161,9 @@ pub async fn page(
             h1 { "Jobs" }
             form.search method="get" action="/jobs" {
                 label { "job id" input type="text" name="id" inputmode="numeric" size="10"; }
-                label { "transaction id" input type="text" name="transaction_id" value=(value(&filters.transaction_id)); }
+                (refilled("transaction id", "transaction_id", &filters.transaction_id))
                 label { "idempotency key" input type="text" name="idempotency_key"; }
-                label { "queue" input type="text" name="queue" value=(value(&filters.queue)); }
+                (refilled("queue", "queue", &filters.queue))
                 label { "status" select name="status" {
                     option value="" { "any" }
                     @for s in STATUSES { option value=(s) selected[filters.status.as_deref() == Some(s)] { (s) } }
@@ -202,4 +211,23 @@ pub async fn page(
         },
     )
     .into_response())
+}
+
+/// A search field refilled with the value searched. A browser strips line breaks from a
+/// text box's value, so a value holding one (the queue `forged\n…`) would come back as
+/// another name when the form is sent again: it is shown drawn (`text::name`) and carried
+/// in a hidden percent-encoded field, `{field}_encoded`, with a link to search without it.
+fn refilled(label: &str, field: &str, value: &Option<String>) -> Markup {
+    match value {
+        Some(v) if v.contains(['\n', '\r']) => html! {
+            label {
+                (label) " " code { (text::name(v)) }
+                (name_field(&format!("{field}_encoded"), v))
+                " " a href="/jobs" { "clear" }
+            }
+        },
+        _ => html! {
+            label { (label) input type="text" name=(field) value=(value.as_deref().unwrap_or("")); }
+        },
+    }
 }
