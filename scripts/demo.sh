@@ -27,7 +27,8 @@ rc=0
   -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
   -c track_commit_timestamp=on -- "$PYTHON" -B -m soak.demo "$@" || rc=$?
 log "to watch a database like this one in a browser (the demo's cluster is gone now):
-   SENDJOBS_CONSOLE_TOKEN=\$(openssl rand -hex 24) cargo run -p sendjobs-console -- \\
-       --database-url \"host=/var/run/postgresql user=<a monitor role> dbname=<yours>\" --listen 127.0.0.1:8090
+   SENDJOBS_CONSOLE_TOKEN=\$(openssl rand -hex 24) \\
+   SENDJOBS_CONSOLE_DATABASE_URL=\"host=/var/run/postgresql user=<a monitor role> dbname=<yours>\" \\
+       cargo run -p sendjobs-console -- --listen 127.0.0.1:8090
    then open http://127.0.0.1:8090 (docs/console.md)"
 exit "$rc"

@@ -12,7 +12,7 @@ As a library (`from cluster import Cluster, Workdir`): the soak drives clusters 
     python3 tests/cluster.py run [--name NAME] [-c setting=value ...] -- COMMAND ...
 
 makes a fresh folder under /tmp, creates and starts a cluster there on a free port of
-127.0.0.1 (socket in the folder; run as `postgres` when we are root, since the server
+127.0.0.1 (with --tls, TLS on: make_tls_files; socket in the folder; run as `postgres` when we are root, since the server
 refuses root), runs COMMAND with PGHOST, PGPORT, PGUSER and PGDATABASE pointing at it
 (and SENDJOBS_CLUSTER_DIR naming the folder), then stops the cluster and removes the
 folder, pass or fail, also when a signal ends the run. Exits with COMMAND's status.
@@ -67,6 +67,29 @@ def free_port():
 def as_owner(cmd):
     """The command as the clusters' owner: postgres when we are root, ourselves otherwise."""
     return ["sudo", "-u", "postgres", "--"] + list(cmd) if IS_ROOT else list(cmd)
+
+
+def make_tls_files(folder, names="IP:127.0.0.1"):
+    """In `folder` (made here): a CA (ca.crt) and a server certificate for `names` (an
+    X.509 subjectAltName list) that it signed, with openssl. Returns the server settings
+    that turn TLS on with them."""
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sendjobs test CA",
+            "-keyout", "ca.key", "-out", "ca.crt")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sendjobs test server", "-keyout",
+            "server.key", "-out", "server.csr")
+    with open(os.path.join(folder, "san.ext"), "w") as f:
+        f.write(f"subjectAltName = {names}\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", "san.ext", "-out", "server.crt")
+    os.chmod(os.path.join(folder, "server.key"), 0o600)
+    if IS_ROOT:
+        subprocess.run(["chown", "-R", "postgres:postgres", folder], check=True)
+    return {"ssl": "on", "ssl_cert_file": f"{folder}/server.crt", "ssl_key_file": f"{folder}/server.key"}
 
 
 class Workdir:
@@ -178,6 +201,9 @@ def run(argv):
     p.add_argument("-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                    help="a server setting (repeatable)")
     p.add_argument("--stop-mode", default="fast", choices=("fast", "immediate"))
+    p.add_argument("--tls", action="store_true",
+                   help="TLS on, with a server certificate for 127.0.0.1 signed by a CA made "
+                        "for the run (SENDJOBS_CLUSTER_CA names its certificate)")
     p.add_argument("--callgrind", metavar="DIR",
                    help="run the server under valgrind's callgrind, its counts written to DIR")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
@@ -187,7 +213,11 @@ def run(argv):
         p.error("a command to run is required after --")
 
     workdir = Workdir(a.name)
-    cluster = Cluster(workdir.path, settings=a.settings, callgrind=a.callgrind)
+    settings = list(a.settings)
+    tls_folder = os.path.join(workdir.path, "tls")
+    if a.tls:
+        settings += [f"{k}={v}" for k, v in make_tls_files(tls_folder).items()]
+    cluster = Cluster(workdir.path, settings=settings, callgrind=a.callgrind)
     child = None
 
     def forward(signum, _frame):
@@ -205,7 +235,10 @@ def run(argv):
         cluster.start()
         print(f"== cluster.py: PostgreSQL on 127.0.0.1:{cluster.port}, folder {workdir.path}",
               flush=True)
-        child = subprocess.Popen(command, env=cluster.env())
+        env = cluster.env()
+        if a.tls:
+            env["SENDJOBS_CLUSTER_CA"] = os.path.join(tls_folder, "ca.crt")
+        child = subprocess.Popen(command, env=env)
         rc = child.wait()
         if rc < 0:  # COMMAND ended by a signal: exit as a shell would, 128 + its number
             rc = 128 - rc

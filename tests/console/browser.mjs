@@ -100,11 +100,14 @@ try {
   await page.waitForSelector("#live-status:has-text('updated')", { timeout: 8000 });
   check(true, "the live refresh updated the queues page");
   await page.screenshot({ path: `${SHOTS}/queues.png` });
+  const fits = async () => page.evaluate(() => document.documentElement.scrollWidth);
+  check(await fits() <= 1280, `the queues page, its hour charts included, fits a 1280-px screen (${await fits()} px)`);
 
   console.log("== open a failed job of acme and redrive it");
   await Promise.all([page.waitForNavigation(), page.click("tr.failing a")]);
   check((await page.$$("#failed tbody tr")).length === 6, "the queue page lists acme's 6 failed jobs");
   await page.screenshot({ path: `${SHOTS}/queue.png` });
+  check(await fits() <= 1280, `a queue's page fits a 1280-px screen (${await fits()} px)`);
   await Promise.all([page.waitForNavigation(), page.click("#failed tbody tr:first-child td a")]);
   const jobId = +page.url().split("/").pop();
   check((await page.textContent("#status")) === "failed", `job ${jobId} shows failed`);
@@ -192,6 +195,12 @@ try {
   await page.goto(ADMIN + "/queue?name=%20acme");
   await Promise.all([page.waitForNavigation(), page.click("a[href^='/jobs?queue=']")]);
   check((await page.$$("#jobs tbody tr")).length === 3, "the jobs of ' acme' are its 3, not acme's");
+  await page.goto(ADMIN + "/jobs?queue=" + encodeURIComponent(forged));
+  await page.selectOption("select[name=status]", "pending");
+  await Promise.all([page.waitForNavigation(), page.click("#search")]);
+  const forgedRows = await page.$$eval("#jobs tbody tr td:nth-child(2)", (cells) => cells.map((c) => c.textContent));
+  check(forgedRows.length === 1 && forgedRows[0].startsWith("forged\\u{a}2026"),
+        `the search for the queue with a line break, sent again from its form, still finds its job (${JSON.stringify(forgedRows)})`);
   const reversed = (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = 'reversed'"))[0].id;
   await page.goto(`${ADMIN}/jobs/${reversed}`);
   const payloadText = await page.textContent("#payload");

@@ -3,12 +3,14 @@
 part of the default test run.
 
     python3 tests/cluster.py run --name console-timing -c shared_buffers=1GB -- \\
-        /usr/bin/python3 tests/console/timing.py [--history 10000000] [--backlog 1000000] [--runs 20]
+        /usr/bin/python3 tests/console/timing.py [--history 10000000] [--backlog 1000000] \
+        [--queues 1000] [--last-hour 200000] [--runs 20]
 
 Fills the cluster's database as its superuser (the table owner), by INSERT ... SELECT
-generate_series straight into the tables: a history of finished jobs spread over ten
-days, one a few seconds old, 97% sent, 2% failed, 1% cancelled, over 10 queues (the
-last 50,000 ten to a transaction, as batch finalizes write them); a
+generate_series straight into the tables: a history of finished jobs, 97% sent, 2%
+failed, 1% cancelled, over --queues queues: the last --last-hour of them over the last
+hour (one a few seconds old), ten to a transaction as batch finalizes write them, the
+rest over the ten days before; a
 pending backlog, a thousand jobs in flight, idempotency keys on the backlog, a few
 redrives, a linked business table. Then prints the plan of every statement the console
 runs (EXPLAIN ANALYZE, as the console's role) and fails if one reads send_jobs or
@@ -29,11 +31,6 @@ import urllib.request
 import psycopg2
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# The last rows of the history, written ten to a transaction (fill()): about the last
-# 70 minutes of a 10,000,000-job history over ten days.
-RECENT = 50_000
-
-
 def connect(user=None):
     conn = psycopg2.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"],
                             user=user or os.environ["PGUSER"], dbname=os.environ["PGDATABASE"])
@@ -47,7 +44,7 @@ def run(cur, sql, *args):
     return time.monotonic() - started
 
 
-def fill(cur, history, backlog):
+def fill(cur, history, backlog, queues, recent):
     run(cur, "CREATE EXTENSION sendjobs")
     run(cur, "CREATE TABLE transactions (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending')")
     run(cur, "SELECT sendjobs_guard_terminal('transactions')")
@@ -55,26 +52,30 @@ def fill(cur, history, backlog):
     run(cur, "CREATE ROLE console_admin LOGIN")
     run(cur, "SELECT sendjobs_grant('console_admin', 'monitor'), sendjobs_grant('console_admin', 'admin')")
     run(cur, "GRANT SELECT ON transactions TO console_admin")
-    # The history: ids, creation and finish times grow together, from ten days ago to now.
-    # A finished row records the transaction that finished it (event_xid), and
-    # sendjobs_stats finds its 5-minute window and samples it by that: the last RECENT
-    # rows are written ten to a transaction, as batch finalizes write them, the rest in
-    # large INSERTs (a million rows of one xid in the window would cost the stats a read
-    # of each).
+    # The history: ids, creation and finish times grow together, from ten days and an hour
+    # ago to an hour ago, then the last `recent` rows over the last hour. A finished row
+    # records the transaction that finished it (event_xid), and sendjobs_stats finds its
+    # 5-minute window and samples it by that: the last hour's rows are written ten to a
+    # transaction, as batch finalizes write them, the rest in large INSERTs (a million
+    # rows of one xid in the window would cost the stats a read of each).
+    old = history - recent
     def insert(start, n):
         return run(cur, f"""
             INSERT INTO send_jobs_finished (queue, payload, transaction_id, status, attempts, max_attempts,
                 next_attempt_at, claimed_at, claim_generation, last_error, created_at, finished_at, outcome)
-            SELECT 'q' || (g / 100 % 10), '{{}}', 'tx-' || g,
+            SELECT 'q' || (g / 100 % {queues}), '{{}}', 'tx-' || g,
                    CASE WHEN g % 100 < 97 THEN 'sent' WHEN g % 100 < 99 THEN 'failed' ELSE 'cancelled' END,
                    1, 5, t, t, 1,
                    CASE WHEN g % 100 BETWEEN 97 AND 98 THEN 'partner answered 503' END,
                    t, t + interval '2 seconds',
                    CASE WHEN g % 100 < 97 THEN 'sent' WHEN g % 100 < 99 THEN 'failed' END
               FROM generate_series({start + 1}, {start + n}) AS g,
-                   LATERAL (SELECT now() - interval '10 days' * (1 - g::float8 / {history}) - interval '5 seconds' AS t) AS at""")
+                   LATERAL (SELECT CASE WHEN g <= {old}
+                                        THEN now() - interval '1 hour' - interval '10 days' * (1 - g::float8 / {max(old, 1)})
+                                        ELSE now() - interval '1 hour' * (1 - (g - {old})::float8 / {max(recent, 1)})
+                                   END - interval '5 seconds' AS t) AS at""")
 
-    recent = min(RECENT, history)
+    recent = min(recent, history)
     chunk = 1_000_000
     for start in range(0, history - recent, chunk):
         n = min(chunk, history - recent - start)
@@ -83,12 +84,13 @@ def fill(cur, history, backlog):
     started = time.monotonic()
     for start in range(history - recent, history, 10):
         insert(start, min(10, history - start))
-    print(f"   history: the last {recent:,} ten to a transaction ({time.monotonic() - started:.0f} s)", flush=True)
+    print(f"   history: the last hour's {recent:,}, ten to a transaction ({time.monotonic() - started:.0f} s)",
+          flush=True)
     # The backlog: pending, due over the last hour, with keys; then a thousand in flight.
     took = run(cur, f"""
         WITH jobs AS (
             INSERT INTO send_jobs (queue, payload, transaction_id, idempotency_key, next_attempt_at, created_at)
-            SELECT 'q' || (g % 10), '{{}}', 'btx-' || g, 'key-' || g,
+            SELECT 'q' || (g % {queues}), '{{}}', 'btx-' || g, 'key-' || g,
                    now() - interval '1 hour' * (1 - g::float8 / {backlog}),
                    now() - interval '1 hour' * (1 - g::float8 / {backlog})
               FROM generate_series(1, {backlog}) AS g
@@ -140,9 +142,9 @@ def plans(cur, sample):
 
 
 def console(target):
-    env = dict(os.environ, SENDJOBS_CONSOLE_TOKEN="timing-token-0123456789")
     dsn = f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=console_admin dbname={os.environ['PGDATABASE']}"
-    proc = subprocess.Popen([target, "--listen", "127.0.0.1:18090", "--database-url", dsn], env=env,
+    env = dict(os.environ, SENDJOBS_CONSOLE_TOKEN="timing-token-0123456789", SENDJOBS_CONSOLE_DATABASE_URL=dsn)
+    proc = subprocess.Popen([target, "--listen", "127.0.0.1:18090"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(100):
         try:
@@ -173,12 +175,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--history", type=int, default=10_000_000)
     parser.add_argument("--backlog", type=int, default=1_000_000)
+    parser.add_argument("--queues", type=int, default=1000)
+    parser.add_argument("--last-hour", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=20)
     a = parser.parse_args()
     cur = connect().cursor()
-    print(f"== filling {a.history:,} finished jobs and a backlog of {a.backlog:,}", flush=True)
+    print(f"== filling {a.history:,} finished jobs ({a.last_hour:,} in the last hour) and a backlog of "
+          f"{a.backlog:,}, over {a.queues:,} queues", flush=True)
     started = time.monotonic()
-    fill(cur, a.history, a.backlog)
+    fill(cur, a.history, a.backlog, a.queues, a.last_hour)
     print(f"   filled in {time.monotonic() - started:.0f} s", flush=True)
     cur.execute("SELECT max(id) FROM send_jobs")
     high = cur.fetchone()[0]

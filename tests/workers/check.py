@@ -52,7 +52,7 @@ import time
 import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from cluster import as_owner, free_port, IS_ROOT  # noqa: E402
+from cluster import as_owner, free_port, make_tls_files, IS_ROOT  # noqa: E402
 from soak.partner import Partner  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -429,22 +429,10 @@ def rust_over_tls():
     without TLS; then the cluster gets a server certificate signed by a CA made here
     (openssl), ssl on by a reload, and the crate's TLS test connects to it over TCP. Then
     TLS is turned off again."""
-    folder = tempfile.mkdtemp(prefix="sendjobs-tls.")
-    openssl = lambda *args: subprocess.run(["openssl", *args], cwd=folder, check=True,  # noqa: E731
-                                           capture_output=True)
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sendjobs test CA",
-            "-keyout", "ca.key", "-out", "ca.crt")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
-            "-out", "server.csr")
-    with open(os.path.join(folder, "san.ext"), "w") as f:
-        f.write("subjectAltName = IP:127.0.0.1, DNS:localhost\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-days", "2", "-extfile", "san.ext", "-out", "server.crt")
-    os.chmod(os.path.join(folder, "server.key"), 0o600)
-    os.chmod(folder, 0o755)
-    if IS_ROOT:
-        subprocess.run(["chown", "-R", "postgres:postgres", folder], check=True)
-    settings = {"ssl_cert_file": f"{folder}/server.crt", "ssl_key_file": f"{folder}/server.key", "ssl": "on"}
+    outer = tempfile.mkdtemp(prefix="sendjobs-tls.")
+    os.chmod(outer, 0o755)  # the server (postgres, when we are root) reads the files below
+    folder = os.path.join(outer, "tls")
+    settings = make_tls_files(folder, names="IP:127.0.0.1, DNS:localhost")
     env = dict(os.environ, SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
                SENDJOBS_WORKER_TEST_TLS_CA=f"{folder}/ca.crt",
                SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres")
@@ -466,7 +454,7 @@ def rust_over_tls():
             for name in settings:
                 admin.execute(f"ALTER SYSTEM RESET {name}")
             admin.execute("SELECT pg_reload_conf()")
-            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(outer, ignore_errors=True)
     print("   rust tls: sendjobs-worker refused a server without TLS; with TLS on, it connected with "
           "its CA, and was refused without it", flush=True)
 
