@@ -108,6 +108,7 @@ COMMENT ON INDEX @extschema@.send_jobs_finished_redrive_of_idx IS 'A failed job 
 COMMENT ON INDEX @extschema@.send_jobs_finished_event_xid_idx IS 'The outbox in its reading order: sendjobs_read_events pages through a batch by it; sendjobs_stats finds the last 5 minutes by it.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_finished_at_idx IS 'Finished jobs by age (BRIN): what sendjobs_purge deletes.';
 COMMENT ON INDEX @extschema@.send_jobs_finished_unsent_idx IS 'Failed and cancelled jobs by age: their exact 5-minute counts in sendjobs_stats.';
+COMMENT ON INDEX @extschema@.send_jobs_finished_failed_queue_idx IS 'A queue''s failed jobs by age: what an operator looks through to redrive (failed jobs only).';
 DO $$
 DECLARE
     col record;

@@ -19,6 +19,9 @@ SELECT level.privilege
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key) ON TABLE {schema}.send_jobs'),
+    -- The finished jobs' own table too, so that a read of them leaves the unfinished out
+    -- (through send_jobs it scans them: its CHECK is a function call).
+    ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key) ON TABLE {schema}.send_jobs_finished'),
     ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys'),
     -- relay: reading the outbox for a consumer (which moves its position)
     ('relay',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),

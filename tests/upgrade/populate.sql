@@ -24,5 +24,12 @@ SELECT sendjobs_enqueue('{"n": 6}', transaction_id => 'tx-6', idempotency_key =>
                         run_at => now() + interval '1 hour');
 -- 7: scheduled a day ahead, in a queue whose name 0.4.0 refuses for a new queue (a
 -- variation selector: drawn as nothing); the update keeps the name usable.
+-- From 0.4.0 on, a new queue may not be so named: the queue is as the update to 0.4.0
+-- left it, with a settings row.
+SELECT extversion <> ALL (ARRAY['0.1.0', '0.2.0', '0.2.1', '0.3.0', '0.3.1']) AS refuses_name
+  FROM pg_extension WHERE extname = 'sendjobs' \gset
+\if :refuses_name
+INSERT INTO sendjobs_queues (queue) VALUES ('acme' || chr(65039));
+\endif
 SELECT sendjobs_enqueue('{"n": 7}', queue => 'acme' || chr(65039), run_at => now() + interval '1 day');
 SELECT id, status, claim_generation, lease_expires_at > now() AS leased FROM send_jobs ORDER BY id;

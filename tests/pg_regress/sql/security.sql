@@ -112,6 +112,7 @@ SET ROLE sj_monitor;
 SELECT id, status, claim_generation FROM send_jobs ORDER BY id;
 SELECT payload FROM send_jobs;                                 -- 42501: payloads excluded
 SELECT payload FROM send_jobs_finished;                        -- 42501: nor those of finished jobs
+SELECT id, status FROM send_jobs_finished ORDER BY id;          -- the finished jobs' own table
 SELECT job_id, kind, claim_generation FROM send_job_events;
 SELECT queue, ready, in_flight, sent_5m, cancelled_5m FROM sendjobs_stats();
 SELECT sendjobs_purge('0 seconds');                            -- 42501: not an admin
