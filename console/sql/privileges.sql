@@ -13,4 +13,5 @@ SELECT current_user::text AS role,
        has_column_privilege(format('%s.send_jobs', $1::text), 'payload', 'SELECT') AS payload,
        has_table_privilege(format('%s.send_job_keys', $1::text), 'SELECT') AS keys,
        has_table_privilege(format('%s.sendjobs_transaction_link', $1::text), 'SELECT') AS link,
-       has_table_privilege(format('%s.sendjobs_blocked_keys', $1::text), 'SELECT') AS blocked
+       has_table_privilege(format('%s.sendjobs_blocked_keys', $1::text), 'SELECT') AS blocked,
+       has_column_privilege(format('%s.send_jobs_finished', $1::text), 'status', 'SELECT') AS finished

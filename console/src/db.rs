@@ -43,6 +43,9 @@ pub struct Privileges {
     pub link: bool,
     /// May read sendjobs_blocked_keys (the ordering keys a failure stopped).
     pub blocked: bool,
+    /// May read send_jobs_finished (the monitor level since 0.5.0): the chart and the
+    /// failed jobs read it.
+    pub finished: bool,
 }
 
 impl Privileges {
@@ -271,6 +274,7 @@ impl Db {
             keys: row.get("keys"),
             link: row.get("link"),
             blocked: row.get("blocked"),
+            finished: row.get("finished"),
         })
     }
 

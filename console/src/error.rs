@@ -32,6 +32,12 @@ pub enum StartError {
     Database(#[from] DbError),
     #[error("the extension sendjobs is not installed in this database")]
     NoExtension,
+    #[error(
+        "the role {0} has not the monitor level of sendjobs 0.5.0 (it may not run sendjobs_stats \
+         or read send_jobs_finished): SELECT sendjobs_grant('{0}', 'monitor'), after \
+         ALTER EXTENSION sendjobs UPDATE if the extension is older"
+    )]
+    NotMonitor(String),
     #[error("SENDJOBS_CONSOLE_TOKEN must be at least 16 characters (it is {0})")]
     ShortToken(usize),
     #[error("the random secret: {0}")]

@@ -10,6 +10,7 @@ mod assets;
 mod auth;
 mod db;
 mod error;
+mod figures;
 mod http;
 mod log;
 mod pages;
@@ -81,6 +82,8 @@ struct Args {
 /// What every handler shares.
 pub struct App {
     pub db: db::Db,
+    /// The queues' figures, read once for every page (figures.rs).
+    pub figures: figures::Figures,
     pub auth: auth::Auth,
     /// The Host headers a request may carry (http.rs).
     pub hosts: Vec<String>,
@@ -126,6 +129,9 @@ async fn run(args: Args) -> Result<(), error::StartError> {
     let db = db::Db::connect(&database_url, args.pool_size).await?;
     let auth = auth::Auth::from_env(args.secure_cookies)?;
     let role = db.privileges().await?;
+    if !role.stats || !role.finished {
+        return Err(error::StartError::NotMonitor(role.role));
+    }
     tracing::info!(
         role = %role.role,
         actions = %role.allowed_actions().join(","),
@@ -147,7 +153,12 @@ async fn run(args: Args) -> Result<(), error::StartError> {
         format!("[::1]:{port}"),
     ];
     hosts.extend(args.public_host.iter().cloned());
-    let app = Arc::new(App { db, auth, hosts });
+    let app = Arc::new(App {
+        db,
+        figures: figures::Figures::default(),
+        auth,
+        hosts,
+    });
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| error::StartError::Listen {

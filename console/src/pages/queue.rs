@@ -9,8 +9,9 @@ use axum::Extension;
 use maud::{html, Markup};
 
 use crate::error::{PageError, PageResult};
+use crate::figures::Figures;
 use crate::http::CsrfCookie;
-use crate::pages::queues::{query_value, queue_href};
+use crate::pages::queues::{figures_age, query_value, queue_href};
 use crate::pages::{
     access_notes, layout, name_field, opt, opt_block, opt_name, parse_id, parse_queue, rate,
     Action, Ctx,
@@ -48,15 +49,15 @@ pub async fn page(
             Ok(None)
         }
     };
-    let (stats, limits, mut failed, blocked) = tokio::try_join!(
-        app.db.stats(),
+    let (figures, limits, mut failed, blocked) = tokio::try_join!(
+        Figures::get(&app),
         app.db.queue_limits(Some(&queue)),
         app.db.failed(&queue, after, PAGE + 1),
         blocked
     )?;
     let more = failed.len() as i64 > PAGE;
     failed.truncate(PAGE as usize);
-    let stats = stats.iter().find(|s| s.queue == queue);
+    let stats = figures.stats.iter().find(|s| s.queue == queue);
     let paused = limits.first().is_some_and(|l| l.paused);
     let can_redrive = ctx.may(Action::Redrive);
     Ok(layout(
@@ -75,6 +76,7 @@ pub async fn page(
             } @else {
                 p.muted { "No work and no recent events." }
             }
+            p.muted #figures-age { (figures_age(&figures)) }
             @if let Some(l) = limits.first() {
                 p {
                     @if l.paused { span.bad #paused { "Paused." } " " }

@@ -12,6 +12,7 @@ use maud::{html, Markup, PreEscaped};
 
 use crate::db::{ChartPoint, QueueLimits, QueueStats};
 use crate::error::{PageError, PageResult};
+use crate::figures::Figures;
 use crate::http::CsrfCookie;
 use crate::pages::{access_notes, layout, opt, rate, Ctx};
 use crate::text;
@@ -103,15 +104,12 @@ pub async fn live(State(app): State<Shared>, Query(list): Query<ListQuery>) -> P
 }
 
 async fn live_table(app: &Arc<crate::App>, list: &ListQuery) -> PageResult<Markup> {
-    let (stats, limits, chart) = tokio::try_join!(
-        app.db.stats(),
-        app.db.queue_limits(None),
-        app.db.hour_chart()
-    )?;
+    let (figures, limits) = tokio::try_join!(Figures::get(app), app.db.queue_limits(None))?;
+    let (stats, chart) = (&figures.stats, &figures.chart);
     let limits: BTreeMap<&str, &QueueLimits> =
         limits.iter().map(|l| (l.queue.as_str(), l)).collect();
     let mut per_queue: BTreeMap<&str, Vec<&ChartPoint>> = BTreeMap::new();
-    for point in &chart {
+    for point in chart {
         per_queue
             .entry(point.queue.as_str())
             .or_default()
@@ -185,9 +183,20 @@ async fn live_table(app: &Arc<crate::App>, list: &ListQuery) -> PageResult<Marku
                     (opt(&s.oldest_xmin_age)) ". ~: a count above 10,000, estimated by a sample."
                 }
             }
+            p.muted #figures-age { (figures_age(&figures)) }
             p.legend { span.swatch-sent { "■ sent" } span.swatch-failed { "■ failed" } span.muted { "bars: one a minute, now on the right" } }
         }
     })
+}
+
+/// When the figures were read and how long that took: they are shared by every page
+/// (figures.rs), so they may be a few seconds old.
+pub fn figures_age(figures: &crate::figures::Snapshot) -> String {
+    format!(
+        "Counts and chart read {} s ago, in {} ms; flow control read now.",
+        figures.read_at.elapsed().as_secs(),
+        figures.took.as_millis()
+    )
 }
 
 fn flow(limits: Option<&QueueLimits>) -> Markup {
