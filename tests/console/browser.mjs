@@ -8,7 +8,7 @@
 // have changed exactly as intended, and every refused request must have changed nothing.
 import { chromium } from "playwright-core";
 import pg from "pg";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 
@@ -205,6 +205,23 @@ try {
   await page.goto(`${ADMIN}/jobs/${reversed}`);
   const payloadText = await page.textContent("#payload");
   check(!payloadText.includes("\u202e") && payloadText.includes("\\u{202e}evil.example"), "a payload's override is shown, not obeyed");
+
+  console.log("== the queues' figures are read once for every page");
+  // The consoles of console_admin log every statement (workload.sql) in the server's log.
+  const statsCalls = () => (readFileSync(`${process.env.SENDJOBS_CLUSTER_DIR}/data.log`, "utf8")
+    .match(/FROM \S+\.sendjobs_stats\(\)/g) || []).length;
+  const callsBefore = statsCalls();
+  const asked = Date.now();
+  for (let i = 0; i < 30; i++) {
+    await fetch(ADMIN + (i % 2 ? "/queues/live" : "/queue?name=acme"));
+  }
+  const seconds = (Date.now() - asked) / 1000;
+  const callsMade = statsCalls() - callsBefore;
+  // Each of the two consoles of console_admin reads them every 5 s while looked at.
+  check(callsMade <= 2 * (Math.ceil(seconds / 5) + 1),
+        `30 queue pages read sendjobs_stats ${callsMade} times in ${seconds.toFixed(1)} s, not once each`);
+  await page.goto(ADMIN + "/queues");
+  check(/read \d+ s ago, in \d+ ms/.test(await page.textContent("#figures-age")), "the page says how old its counts are");
 
   console.log("== the queue list, narrowed and ordered");
   await page.goto(ADMIN + "/queues");

@@ -14,6 +14,9 @@ CREATE ROLE console_admin LOGIN;
 SELECT sendjobs_grant('console_admin', 'monitor');
 SELECT sendjobs_grant('console_admin', 'admin');
 GRANT SELECT ON transactions TO console_admin;
+-- Every statement of the consoles that run as console_admin, in the server's log: the
+-- browser test counts their reads of sendjobs_stats there.
+ALTER ROLE console_admin SET log_statement = 'all';
 CREATE ROLE console_monitor LOGIN;
 SELECT sendjobs_grant('console_monitor', 'monitor');
 
