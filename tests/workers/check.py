@@ -18,6 +18,8 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
     queue with wake-ups on within 2 s (the NOTIFY, not the poll); and a worker of a queue
     limited to 20 claims a second must send 30 jobs within 15 s, with its poll at 30 s
     (it waits for the next token, not the poll), no second holding more than 21 claims;
+    and one whose tokens come back before the worker asks the limits must send 40 jobs
+    within 15 s (it claims again while its claims take jobs);
   * through the pooler, two workers (one sending, one idle) get SIGTERM while the pooler
     refuses their database: both must exit 0 within a lease and a few seconds; and the
     same through a proxy that stops forwarding (a server that no longer answers).
@@ -291,6 +293,35 @@ def rate_limited(worker, partner):
           f"in a second; {counters}", flush=True)
 
 
+def token_back_before_limits(worker, partner):
+    """A queue whose tokens come faster than any round trip (100,000 a second, bursts of
+    1), a worker asking for 5 with a 30 s poll and no wake-ups: a token is always back by
+    the time it asks the limits after a short claim, so they say "not limiting" every
+    time; it must claim again at once while its claims take jobs. It waited its poll after
+    the second such claim (2 jobs every 30 s), which a loaded machine met at 20 a second."""
+    name = f"workers_{worker}_refill"
+    db, dsn = fresh_database(name)
+    db.execute("SELECT sendjobs_limit('q', rate => 100000, burst => 1)")
+    db.execute("SELECT sendjobs_enqueue('{}', 'q') FROM generate_series(1, 40)")
+    env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH="5",
+               POLL_SECONDS="30", LISTEN="0", WORKER_NAME=name)
+    started = time.monotonic()
+    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 15,
+                   "40 jobs of a queue whose tokens come back at once (2 a poll: 10 minutes)")
+        elapsed = time.monotonic() - started
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        db.close()
+    print(f"   {worker} refill: 40 jobs in {elapsed:.2f} s, each claim's token back before the limits "
+          "were asked", flush=True)
+
+
 def stop_while_cut_off(worker, partner, kind, url, connected, cut, restore, settle):
     """SIGTERM while the worker is cut off from its database (`cut(name)`, then `settle`
     seconds): a worker sending a job gives up its finalize once a lease has passed, an
@@ -473,6 +504,7 @@ def main(argv):
                 scenario(worker, route, partner, bouncer)
             wakeup(worker, partner)
             rate_limited(worker, partner)
+            token_back_before_limits(worker, partner)
             if bouncer:
                 stop_while_away(worker, partner, bouncer)
             stop_while_frozen(worker, partner)

@@ -61,7 +61,6 @@ class Worker:
         # After a short claim of its queue: limited (and until when) or empty.
         self.sql_limits = sql.SQL("SELECT limited, extract(epoch FROM retry_after) FROM {}(%s)"
                                   ).format(fn("sendjobs_queue_limits"))
-        self.claimed_again = False  # the last short claim was followed by an immediate one
         # A batch of one, for its answer's status: a retry on the last attempt is applied
         # and fails the job, and counts as failed (docs/reference.md).
         self.sql_finalize = sql.SQL("SELECT result, status FROM {}(ARRAY[%s]::int8[], ARRAY[%s]::int8[], %s, %s)"
@@ -246,7 +245,8 @@ class Worker:
             await asyncio.gather(*(self.run_one(job) for job in jobs))
             if len(jobs) < self.batch:
                 waits = [asyncio.create_task(e.wait()) for e in (self.wakeup, self.stopping)]
-                await asyncio.wait(waits, timeout=await self.idle_wait(), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(waits, timeout=await self.idle_wait(len(jobs)),
+                                   return_when=asyncio.FIRST_COMPLETED)
                 for w in waits:
                     w.cancel()
         if listener:
@@ -256,14 +256,14 @@ class Worker:
         return self.counters
 
 
-    async def idle_wait(self):
-        """How long to wait after a short claim (a wake-up ends it sooner): the poll
-        interval, or less when the queue's rate limits it and its next token comes sooner
-        (sendjobs_queue_limits' retry_after). A pause or a reached cap waits for the poll
-        or a wake-up (a resume sends one). A queue with flow control that no longer limits
-        (a token came since the claim) is claimed again at once, once: a second short
-        claim then waits, so an empty queue is not claimed in a loop."""
-        claimed_again, self.claimed_again = self.claimed_again, False
+    async def idle_wait(self, got):
+        """How long to wait after a claim of `got` jobs, short of the batch (a wake-up ends
+        it sooner): the poll interval, or less when the queue's rate limits it and its next
+        token comes sooner (sendjobs_queue_limits' retry_after). A pause or a reached cap
+        waits for the poll or a wake-up (a resume sends one). A queue with flow control
+        that no longer limits is claimed again at once if the claim took jobs (a token came
+        since: a rate-limited queue is claimed at its rate, however slow the round trip);
+        a claim that took none waits, so an empty queue is not claimed in a loop."""
         if self.queue is None:
             return self.poll
         try:
@@ -275,8 +275,7 @@ class Worker:
             return self.poll
         limited, retry_after = rows[0]
         if limited is None:
-            self.claimed_again = not claimed_again
-            return 0 if self.claimed_again else self.poll
+            return 0 if got > 0 else self.poll
         self.counters["limited"] += 1
         return self.poll if retry_after is None else min(self.poll, max(0.005, float(retry_after)))
 

@@ -261,17 +261,15 @@ export class Worker {
     }
   }
 
-  // How long to wait after a short claim (a wake-up ends it sooner): the poll interval,
-  // or less when the queue's rate limits it and its next token comes sooner
-  // (sendjobs_queue_limits' retry_after). A pause or a reached cap waits for the poll or
-  // a wake-up (a resume sends one). A queue with flow control that no longer limits (a
-  // token came since the claim) is claimed again at once, once: a second short claim then
-  // waits, so an empty queue is not claimed in a loop.
-  private claimedAgain = false;
-  private async idleWait(): Promise<number> {
+  // How long to wait after a claim of `got` jobs, short of the batch (a wake-up ends it
+  // sooner): the poll interval, or less when the queue's rate limits it and its next token
+  // comes sooner (sendjobs_queue_limits' retry_after). A pause or a reached cap waits for
+  // the poll or a wake-up (a resume sends one). A queue with flow control that no longer
+  // limits is claimed again at once if the claim took jobs (a token came since: a
+  // rate-limited queue is claimed at its rate, however slow the round trip); a claim that
+  // took none waits, so an empty queue is not claimed in a loop.
+  private async idleWait(got: number): Promise<number> {
     const { queue, pollSeconds } = this.options;
-    const claimedAgain = this.claimedAgain;
-    this.claimedAgain = false;
     if (queue === null) return pollSeconds;
     let rows: any[];
     try {
@@ -281,10 +279,7 @@ export class Worker {
       return pollSeconds;
     }
     if (rows.length === 0) return pollSeconds; // no flow control: the queue is empty
-    if (rows[0].limited === null) {
-      this.claimedAgain = !claimedAgain;
-      return this.claimedAgain ? 0 : pollSeconds;
-    }
+    if (rows[0].limited === null) return got > 0 ? 0 : pollSeconds;
     this.counters.limited++;
     return rows[0].wait === null ? pollSeconds : Math.min(pollSeconds, Math.max(0.005, rows[0].wait));
   }
@@ -318,7 +313,7 @@ export class Worker {
       await Promise.all(jobs.map((job) => this.runOne(job)));
       if (jobs.length < batch && !woken && !this.stopping) {
         let timer: NodeJS.Timeout | undefined;
-        const wait = await this.idleWait();
+        const wait = await this.idleWait(jobs.length);
         await Promise.race([idle, new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000)))]);
         clearTimeout(timer);
       }

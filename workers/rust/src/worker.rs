@@ -128,8 +128,6 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
 
         let mut result = Ok(());
         let mut stopping = false;
-        // The last short claim was followed by an immediate one (below).
-        let mut claim_again = false;
         loop {
             while sends.try_join_next().is_some() {}
             let free = places.available_permits() as u32;
@@ -200,19 +198,16 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
                 // Nothing more is due, or the queue's flow control held jobs back: sleep
                 // until a wake-up, the next token of a rate, or the poll interval (a
                 // wake-up stored while we claimed ends it at once).
-                // A queue with flow control that no longer limits (a token came since
-                // the claim) is claimed again at once, once: a second short claim then
-                // waits, so an empty queue is not claimed in a loop.
-                let claimed_again = std::mem::take(&mut claim_again);
+                // A queue with flow control that no longer limits is claimed again at
+                // once if the claim took jobs (a token came since: a rate-limited queue is
+                // claimed at its rate, however slow the round trip); a claim that took
+                // none waits, so an empty queue is not claimed in a loop.
                 let wait = match db.flow().await {
                     Ok(Flow::Limited(next_token)) => {
                         bump(&counters.limited, 1);
                         next_token.map_or(config.poll_interval, |d| d.min(config.poll_interval))
                     }
-                    Ok(Flow::Free) if !claimed_again => {
-                        claim_again = true;
-                        continue;
-                    }
+                    Ok(Flow::Free) if got > 0 => continue,
                     Ok(Flow::Free | Flow::None) => config.poll_interval,
                     Err(e) => {
                         log::warn!("sendjobs-worker: queue limits unknown: {e}");

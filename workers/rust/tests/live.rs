@@ -390,6 +390,32 @@ async fn a_rate_limited_queue_waits_for_its_next_token() {
     );
 }
 
+/// A queue whose tokens come faster than any round trip (100,000 a second, bursts of 1): a
+/// token is always back by the time the worker asks the limits after a short claim, so the
+/// limits say "not limiting" every time. The worker claims again at once while its claims
+/// take jobs (it waited its whole 30 s poll after the second such claim: 2 jobs a poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with sendjobs installed: run through scripts/test.sh"]
+async fn a_token_back_before_the_limits_are_asked_does_not_stall_the_worker() {
+    let (dsn, db) = database("worker_refill").await;
+    db.batch_execute("SELECT sendjobs_limit('q', rate => 100000, burst => 1)")
+        .await
+        .unwrap();
+    enqueue(&db, 40).await;
+    let config = worker_config(dsn)
+        .queue("q")
+        .batch(5)
+        .listen(false)
+        .poll_interval(Duration::from_secs(30));
+    let (stop, run) = start(Worker::new(config).unwrap(), |_job| async { Outcome::Sent });
+    assert!(
+        wait_until(&db, ALL_SENT, Duration::from_secs(15)).await,
+        "40 jobs within 15 s (a worker that waits its poll after a token came back takes 10 minutes)"
+    );
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+}
+
 /// A job cancelled while its send runs: the next heartbeat answers stale and the send is
 /// stopped (its future dropped), not finalized.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
