@@ -65,6 +65,10 @@ COMMENT ON FUNCTION @extschema@.sendjobs_events_are_finished_rows() IS
     'Internal: the trigger of the view send_job_events, which ignores writes to it (what releases before 0.3.0 ran: the finished row is the event). Not part of the API.';
 COMMENT ON TRIGGER sendjobs_events_are_finished_rows ON @extschema@.send_job_events IS
     'sendjobs: writes to the view of the events are ignored (a finished job''s row is its event).';
+COMMENT ON FUNCTION @extschema@.sendjobs_attempt_ended() IS
+    'Internal: the trigger sendjobs_attempt_ended, which writes an attempt that ended without finishing its job into send_job_attempts. Not part of the API.';
+COMMENT ON TRIGGER sendjobs_attempt_ended ON @extschema@.send_jobs IS
+    'sendjobs: an in_flight job retried, or claimed again after its lease expired, leaves the attempt that ended in send_job_attempts.';
 COMMENT ON EVENT TRIGGER sendjobs_forget_dropped_link IS
     'sendjobs: removes the transaction link when the linked table is dropped.';
 
@@ -179,6 +183,17 @@ COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens IS 'The token bucket: the c
 COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens_at IS 'When tokens was counted (the claims'' clock).';
 COMMENT ON COLUMN @extschema@.sendjobs_queues.block_keys IS 'Whether a job with an ordering key that fails for good stops the rest of its key (sendjobs_block_keys).';
 COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queues IS 'Limits in range: a cap of at least 1, a rate from one a day (1/86400) to 1,000,000 jobs a second with a burst of at least 1 and its bucket.';
+
+-- send_job_attempts
+COMMENT ON TABLE @extschema@.send_job_attempts IS
+    'sendjobs: a job''s earlier attempts, each claim that ended without finishing it (retried by its worker, or claimed again after its lease expired); the latest 20 of a job, deleted with it by sendjobs_purge. The attempt that finished the job is its own row.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.job_id IS 'The job (send_jobs.id).';
+COMMENT ON COLUMN @extschema@.send_job_attempts.claim_generation IS 'The claim that made the attempt: its fencing token.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.attempt IS 'Which attempt it was (the job''s attempts then, from 1).';
+COMMENT ON COLUMN @extschema@.send_job_attempts.claimed_at IS 'When the claim took the job.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.ended_at IS 'When the attempt ended: its worker''s retry, or the expiry of its lease.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.ended IS 'How: retry (its worker finalized it so) or lease expired (another claim took the job).';
+COMMENT ON COLUMN @extschema@.send_job_attempts.error IS 'The error its worker gave with the retry (what it wrote to last_error); NULL for a lease that expired.';
 
 -- sendjobs_blocked_keys
 COMMENT ON TABLE @extschema@.sendjobs_blocked_keys IS

@@ -189,6 +189,55 @@ CREATE TABLE @extschema@.send_job_keys (
     job_id          bigint NOT NULL
 );
 
+-- A job's earlier attempts: each claim of it that ended without finishing it, one row —
+-- retried by its worker (with the worker's error), or taken by another claim after its
+-- lease expired — written by the trigger sendjobs_attempt_ended (below) from the job's
+-- row as it was, in the statement that ended the attempt. The attempt that finished the
+-- job is the job's own row. The latest 20 claims of a job are kept; sendjobs_purge
+-- deletes them with their job. A job sent at its first attempt writes nothing here
+-- (docs/decisions/0022-a-jobs-earlier-attempts.md).
+CREATE TABLE @extschema@.send_job_attempts (
+    job_id           bigint      NOT NULL,
+    claim_generation bigint      NOT NULL,
+    attempt          integer     NOT NULL,
+    claimed_at       timestamptz NOT NULL,
+    ended_at         timestamptz NOT NULL,
+    ended            text        NOT NULL,
+    error            text,
+    PRIMARY KEY (job_id, claim_generation)
+);
+
+CREATE FUNCTION @extschema@.sendjobs_attempt_ended() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- Its worker's retry (the job back to pending, with the error), else another claim of
+    -- the job whose lease expired: the trigger's WHEN lets only those two through.
+    INSERT INTO @extschema@.send_job_attempts
+           (job_id, claim_generation, attempt, claimed_at, ended_at, ended, error)
+    VALUES (OLD.id, OLD.claim_generation, OLD.attempts, OLD.claimed_at,
+            CASE WHEN NEW.status = 'pending' THEN clock_timestamp() ELSE OLD.lease_expires_at END,
+            CASE WHEN NEW.status = 'pending' THEN 'retry' ELSE 'lease expired' END,
+            CASE WHEN NEW.status = 'pending' THEN NEW.last_error END)
+    ON CONFLICT DO NOTHING;
+    IF OLD.claim_generation > 20 THEN
+        DELETE FROM @extschema@.send_job_attempts AS attempt
+         WHERE attempt.job_id = OLD.id AND attempt.claim_generation <= OLD.claim_generation - 20;
+    END IF;
+    RETURN NULL;
+END $$;
+
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_attempt_ended() FROM PUBLIC;
+
+-- Only the updates that end an attempt without finishing the job fire it: a claim of a
+-- pending job, a heartbeat or a finish (which moves the row: a DELETE) do not.
+CREATE TRIGGER sendjobs_attempt_ended
+    AFTER UPDATE ON @extschema@.send_jobs
+    FOR EACH ROW
+    WHEN (OLD.status OPERATOR(pg_catalog.=) 'in_flight'
+          AND (NEW.status OPERATOR(pg_catalog.=) 'pending'
+               OR NEW.claim_generation OPERATOR(pg_catalog.<>) OLD.claim_generation))
+    EXECUTE FUNCTION @extschema@.sendjobs_attempt_ended();
+
 -- The outbox: one event per finished job, which is the finished row itself (one row to
 -- write per job, not two: docs/decisions/0011-one-row-per-finished-job.md). Readers that
 -- relay events use sendjobs_read_events, in commit order; this view is for looking.
@@ -313,6 +362,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_queues', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_jobs_finished', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sendjobs_blocked_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_attempts', '');
 
 -- A dropped business table takes its link with it: otherwise every terminal finalize of
 -- a job with a transaction_id would fail against a table that no longer exists.

@@ -1,47 +1,148 @@
--- sendjobs 0.4.0 -> 0.5.0: the finished jobs read without the unfinished ones, and a
--- queue's failed jobs by an index of their own (CHANGELOG.md; decision 0021). A monitor
--- read the finished jobs only through send_jobs, where every read of them also scans
--- send_jobs' own rows (its CHECK is a function call: the planner cannot leave the table
--- out): a sequential scan of every unfinished job for the console's hour chart and a
--- queue's failed jobs. In the catalog: SELECT on send_jobs_finished's columns (payload
--- excepted, as on send_jobs) for the roles that hold the whole monitor level; the index
--- send_jobs_finished_failed_queue_idx, built from the failed jobs of the history under a
--- SHARE lock of send_jobs_finished (finishing statements wait for the build: one read of
--- the history); every C function rebound to this release's library.
+-- sendjobs 0.4.0 -> 0.5.0: a job's earlier attempts kept, the finished jobs read without
+-- the unfinished ones, and a queue's failed jobs by an index of their own (CHANGELOG.md;
+-- decisions 0021, 0022). A monitor read the finished jobs only through send_jobs, where
+-- every read of them also scans send_jobs' own rows (its CHECK is a function call: the
+-- planner cannot leave the table out). First a SHARE ROW EXCLUSIVE lock of send_jobs
+-- with send_jobs_finished, so that no weaker lock of the update's must wait to grow
+-- stronger (a finalize holds send_jobs and waits for send_jobs_finished): enqueues,
+-- claims and finishes wait for the update, reads do not. Under it: the index
+-- send_jobs_finished_failed_queue_idx, built from the history's failed jobs (one read of
+-- send_jobs_finished); the table send_job_attempts and the trigger on send_jobs that
+-- writes it; SELECT on send_jobs_finished's columns (payload excepted) and on
+-- send_job_attempts for the roles that hold the whole monitor level, on send_job_attempts
+-- for those that hold the admin level; every C function rebound to this release's library.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.5.0'" to load this file. \quit
+
+LOCK TABLE @extschema@.send_jobs IN SHARE ROW EXCLUSIVE MODE;
 
 -- A queue's failed jobs by age (sql/schema.sql says why).
 CREATE INDEX send_jobs_finished_failed_queue_idx
     ON @extschema@.send_jobs_finished (queue, finished_at, id) WHERE status OPERATOR(pg_catalog.=) 'failed';
 COMMENT ON INDEX @extschema@.send_jobs_finished_failed_queue_idx IS 'A queue''s failed jobs by age: what an operator looks through to redrive (failed jobs only).';
 
--- The roles that held the whole monitor level at 0.4.0 (sql/statements/access_level.sql)
--- read send_jobs_finished's columns too (docs/operations.md, "What an update changes in
--- rights").
+-- A job's earlier attempts (sql/schema.sql says what and why): the table, the trigger
+-- that writes it, and its place in pg_dump.
+CREATE TABLE @extschema@.send_job_attempts (
+    job_id           bigint      NOT NULL,
+    claim_generation bigint      NOT NULL,
+    attempt          integer     NOT NULL,
+    claimed_at       timestamptz NOT NULL,
+    ended_at         timestamptz NOT NULL,
+    ended            text        NOT NULL,
+    error            text,
+    PRIMARY KEY (job_id, claim_generation)
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.send_job_attempts', '');
+CREATE FUNCTION @extschema@.sendjobs_attempt_ended() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- Its worker's retry (the job back to pending, with the error), else another claim of
+    -- the job whose lease expired: the trigger's WHEN lets only those two through.
+    INSERT INTO @extschema@.send_job_attempts
+           (job_id, claim_generation, attempt, claimed_at, ended_at, ended, error)
+    VALUES (OLD.id, OLD.claim_generation, OLD.attempts, OLD.claimed_at,
+            CASE WHEN NEW.status = 'pending' THEN clock_timestamp() ELSE OLD.lease_expires_at END,
+            CASE WHEN NEW.status = 'pending' THEN 'retry' ELSE 'lease expired' END,
+            CASE WHEN NEW.status = 'pending' THEN NEW.last_error END)
+    ON CONFLICT DO NOTHING;
+    IF OLD.claim_generation > 20 THEN
+        DELETE FROM @extschema@.send_job_attempts AS attempt
+         WHERE attempt.job_id = OLD.id AND attempt.claim_generation <= OLD.claim_generation - 20;
+    END IF;
+    RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_attempt_ended() FROM PUBLIC;
+CREATE TRIGGER sendjobs_attempt_ended
+    AFTER UPDATE ON @extschema@.send_jobs
+    FOR EACH ROW
+    WHEN (OLD.status OPERATOR(pg_catalog.=) 'in_flight'
+          AND (NEW.status OPERATOR(pg_catalog.=) 'pending'
+               OR NEW.claim_generation OPERATOR(pg_catalog.<>) OLD.claim_generation))
+    EXECUTE FUNCTION @extschema@.sendjobs_attempt_ended();
+COMMENT ON TABLE @extschema@.send_job_attempts IS
+    'sendjobs: a job''s earlier attempts, each claim that ended without finishing it (retried by its worker, or claimed again after its lease expired); the latest 20 of a job, deleted with it by sendjobs_purge. The attempt that finished the job is its own row.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.job_id IS 'The job (send_jobs.id).';
+COMMENT ON COLUMN @extschema@.send_job_attempts.claim_generation IS 'The claim that made the attempt: its fencing token.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.attempt IS 'Which attempt it was (the job''s attempts then, from 1).';
+COMMENT ON COLUMN @extschema@.send_job_attempts.claimed_at IS 'When the claim took the job.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.ended_at IS 'When the attempt ended: its worker''s retry, or the expiry of its lease.';
+COMMENT ON COLUMN @extschema@.send_job_attempts.ended IS 'How: retry (its worker finalized it so) or lease expired (another claim took the job).';
+COMMENT ON COLUMN @extschema@.send_job_attempts.error IS 'The error its worker gave with the retry (what it wrote to last_error); NULL for a lease that expired.';
+COMMENT ON FUNCTION @extschema@.sendjobs_attempt_ended() IS
+    'Internal: the trigger sendjobs_attempt_ended, which writes an attempt that ended without finishing its job into send_job_attempts. Not part of the API.';
+COMMENT ON TRIGGER sendjobs_attempt_ended ON @extschema@.send_jobs IS
+    'sendjobs: an in_flight job retried, or claimed again after its lease expired, leaves the attempt that ended in send_job_attempts.';
+
+-- The roles that held a whole level at 0.4.0 (sql/statements/access_level.sql) get what
+-- 0.5.0 adds to it (docs/operations.md, "What an update changes in rights"): monitor,
+-- send_jobs_finished's columns and send_job_attempts; admin, send_job_attempts. A role
+-- given part of a level by hand gets nothing.
 DO $$
 DECLARE
-    monitor pg_catalog.regrole;
+    holder record;
 BEGIN
-    FOR monitor IN
-        WITH level (kind, object, col) AS (VALUES
-            ('f', '@extschema@.sendjobs_stats()', ''),
-            ('f', '@extschema@.sendjobs_queue_limits(text)', ''),
-            ('t', '@extschema@.send_job_events', ''),
-            ('t', '@extschema@.sendjobs_queues', ''),
-            ('t', '@extschema@.sendjobs_consumers', ''),
-            ('t', '@extschema@.sendjobs_blocked_keys', ''),
-            ('c', '@extschema@.send_jobs', 'id'), ('c', '@extschema@.send_jobs', 'queue'),
-            ('c', '@extschema@.send_jobs', 'transaction_id'), ('c', '@extschema@.send_jobs', 'idempotency_key'),
-            ('c', '@extschema@.send_jobs', 'status'), ('c', '@extschema@.send_jobs', 'attempts'),
-            ('c', '@extschema@.send_jobs', 'max_attempts'), ('c', '@extschema@.send_jobs', 'next_attempt_at'),
-            ('c', '@extschema@.send_jobs', 'claimed_at'), ('c', '@extschema@.send_jobs', 'lease_expires_at'),
-            ('c', '@extschema@.send_jobs', 'claim_generation'), ('c', '@extschema@.send_jobs', 'last_error'),
-            ('c', '@extschema@.send_jobs', 'created_at'), ('c', '@extschema@.send_jobs', 'finished_at'),
-            ('c', '@extschema@.send_jobs', 'redrive_of'), ('c', '@extschema@.send_jobs', 'ordering_key'),
-            ('c', '@extschema@.send_jobs', 'priority'), ('c', '@extschema@.send_jobs', 'waits_for_key')
+    FOR holder IN
+        WITH level (name, kind, object, col) AS (VALUES
+            ('monitor', 'f', '@extschema@.sendjobs_stats()', ''),
+            ('monitor', 'f', '@extschema@.sendjobs_queue_limits(text)', ''),
+            ('monitor', 't', '@extschema@.send_job_events', ''),
+            ('monitor', 't', '@extschema@.sendjobs_queues', ''),
+            ('monitor', 't', '@extschema@.sendjobs_consumers', ''),
+            ('monitor', 't', '@extschema@.sendjobs_blocked_keys', ''),
+            ('monitor', 'c', '@extschema@.send_jobs', 'id'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'queue'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'transaction_id'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'idempotency_key'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'status'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'attempts'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'max_attempts'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'next_attempt_at'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'claimed_at'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'lease_expires_at'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'claim_generation'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'last_error'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'created_at'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'finished_at'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'redrive_of'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'ordering_key'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'priority'),
+            ('monitor', 'c', '@extschema@.send_jobs', 'waits_for_key'),
+            ('admin', 'f', '@extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_claim(integer, interval, text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_heartbeat(bigint, bigint, interval)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_finalize_batch(bigint[], bigint[], text, text, timestamptz)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_guard_terminal(regclass, name, text[], text[])', ''),
+            ('admin', 'f', '@extschema@.sendjobs_guard_terminal_trigger()', ''),
+            ('admin', 'f', '@extschema@.sendjobs_link_transactions(regclass, name, name, text, text, text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_unlink_transactions()', ''),
+            ('admin', 'f', '@extschema@.sendjobs_grant(regrole, text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_revoke(regrole, text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_cancel(bigint)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_redrive(bigint[])', ''),
+            ('admin', 'f', '@extschema@.sendjobs_purge(interval, integer)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_notify(text, boolean)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_stats()', ''),
+            ('admin', 'f', '@extschema@.sendjobs_pause(text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_resume(text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_limit(text, integer, double precision, integer)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_block_keys(text, boolean)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_unblock_key(text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_queue_limits(text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_create_consumer(text, boolean, regrole, boolean)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_drop_consumer(text)', ''),
+            ('admin', 'f', '@extschema@.sendjobs_read_events(text, integer)', ''),
+            ('admin', 't', '@extschema@.send_jobs', ''),
+            ('admin', 't', '@extschema@.send_job_events', ''),
+            ('admin', 't', '@extschema@.sendjobs_transaction_link', ''),
+            ('admin', 't', '@extschema@.sendjobs_queues', ''),
+            ('admin', 't', '@extschema@.send_jobs_finished', ''),
+            ('admin', 't', '@extschema@.send_job_keys', ''),
+            ('admin', 't', '@extschema@.sendjobs_consumers', ''),
+            ('admin', 't', '@extschema@.sendjobs_blocked_keys', '')
         ),
         wanted AS (
-            SELECT level.kind, level.col,
+            SELECT level.name, level.kind, level.col,
                    CASE WHEN level.kind OPERATOR(pg_catalog.=) 'f'
                         THEN level.object::pg_catalog.regprocedure::pg_catalog.oid
                         ELSE level.object::pg_catalog.regclass::pg_catalog.oid END AS object
@@ -59,11 +160,12 @@ BEGIN
             SELECT 'c', a.attrelid, a.attname, acl.grantee, acl.privilege_type
               FROM pg_catalog.pg_attribute AS a, LATERAL pg_catalog.aclexplode(a.attacl) AS acl
         )
-        SELECT r.oid::pg_catalog.regrole
-          FROM pg_catalog.pg_roles AS r
+        SELECT levels.name AS level, r.oid::pg_catalog.regrole AS role
+          FROM (SELECT DISTINCT name FROM level) AS levels, pg_catalog.pg_roles AS r
          WHERE NOT EXISTS (
                SELECT FROM wanted
-                WHERE NOT EXISTS (
+                WHERE wanted.name OPERATOR(pg_catalog.=) levels.name
+                  AND NOT EXISTS (
                       SELECT FROM granted
                        WHERE granted.grantee OPERATOR(pg_catalog.=) r.oid
                          AND granted.kind OPERATOR(pg_catalog.=) wanted.kind
@@ -72,10 +174,13 @@ BEGIN
                          AND granted.privilege_type OPERATOR(pg_catalog.=)
                              CASE WHEN wanted.kind OPERATOR(pg_catalog.=) 'f' THEN 'EXECUTE' ELSE 'SELECT' END))
     LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT (id, queue, transaction_id, idempotency_key, status, attempts, '
-                                  'max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, '
-                                  'last_error, created_at, finished_at, redrive_of, ordering_key, priority, '
-                                  'waits_for_key) ON TABLE @extschema@.send_jobs_finished TO %s', monitor);
+        IF holder.level OPERATOR(pg_catalog.=) 'monitor' THEN
+            EXECUTE pg_catalog.format('GRANT SELECT (id, queue, transaction_id, idempotency_key, status, attempts, '
+                                      'max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, '
+                                      'last_error, created_at, finished_at, redrive_of, ordering_key, priority, '
+                                      'waits_for_key) ON TABLE @extschema@.send_jobs_finished TO %s', holder.role);
+        END IF;
+        EXECUTE pg_catalog.format('GRANT SELECT ON TABLE @extschema@.send_job_attempts TO %s', holder.role);
     END LOOP;
 END $$;
 -- Postgres recorded those grants as the extension's initial privileges of the columns,
@@ -86,6 +191,11 @@ DELETE FROM pg_catalog.pg_init_privs AS ip
  WHERE ip.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
    AND ip.objoid OPERATOR(pg_catalog.=) '@extschema@.send_jobs_finished'::pg_catalog.regclass::pg_catalog.oid
    AND ip.objsubid OPERATOR(pg_catalog.<>) 0
+   AND ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char";
+-- Likewise send_job_attempts', which a fresh install grants nothing: it has no row there.
+DELETE FROM pg_catalog.pg_init_privs AS ip
+ WHERE ip.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+   AND ip.objoid OPERATOR(pg_catalog.=) '@extschema@.send_job_attempts'::pg_catalog.regclass::pg_catalog.oid
    AND ip.privtype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char";
 
 -- Every C function of the extension, rebound to this release's library: its definition

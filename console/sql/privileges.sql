@@ -14,4 +14,5 @@ SELECT current_user::text AS role,
        has_table_privilege(format('%s.send_job_keys', $1::text), 'SELECT') AS keys,
        has_table_privilege(format('%s.sendjobs_transaction_link', $1::text), 'SELECT') AS link,
        has_table_privilege(format('%s.sendjobs_blocked_keys', $1::text), 'SELECT') AS blocked,
-       has_column_privilege(format('%s.send_jobs_finished', $1::text), 'status', 'SELECT') AS finished
+       has_column_privilege(format('%s.send_jobs_finished', $1::text), 'status', 'SELECT') AS finished,
+       has_table_privilege(format('%s.send_job_attempts', $1::text), 'SELECT') AS attempts

@@ -46,6 +46,8 @@ pub struct Privileges {
     /// May read send_jobs_finished (the monitor level since 0.5.0): the chart and the
     /// failed jobs read it.
     pub finished: bool,
+    /// May read send_job_attempts (monitor and admin since 0.5.0): a job's earlier attempts.
+    pub attempts: bool,
 }
 
 impl Privileges {
@@ -107,6 +109,16 @@ pub struct ChartPoint {
     pub minutes_ago: i32,
     pub sent: i64,
     pub failed: i64,
+}
+
+/// An attempt that ended without finishing its job (send_job_attempts).
+pub struct Attempt {
+    pub claim_generation: i64,
+    pub attempt: i32,
+    pub claimed_at: String,
+    pub ended_at: String,
+    pub ended: String,
+    pub error: Option<String>,
 }
 
 pub struct Job {
@@ -275,6 +287,7 @@ impl Db {
             link: row.get("link"),
             blocked: row.get("blocked"),
             finished: row.get("finished"),
+            attempts: row.get("attempts"),
         })
     }
 
@@ -383,6 +396,27 @@ impl Db {
             created_at: r.get("created_at"),
             event_xid: r.get("event_xid"),
         }))
+    }
+
+    /// A job's earlier attempts (job_attempts.sql), oldest first.
+    pub async fn attempts(&self, id: i64) -> DbResult<Vec<Attempt>> {
+        let rows = self
+            .query(
+                include_str!("../sql/job_attempts.sql"),
+                &[(&id, Type::INT8)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Attempt {
+                claim_generation: r.get("claim_generation"),
+                attempt: r.get("attempt"),
+                claimed_at: r.get("claimed_at"),
+                ended_at: r.get("ended_at"),
+                ended: r.get("ended"),
+                error: r.get("error"),
+            })
+            .collect())
     }
 
     /// The redrive chain through `job`: the jobs it redrives (oldest first) and the ones

@@ -22,7 +22,7 @@ SELECT level.privilege
     -- The finished jobs' own table too, so that a read of them leaves the unfinished out
     -- (through send_jobs it scans them: its CHECK is a function call).
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key) ON TABLE {schema}.send_jobs_finished'),
-    ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys'),
+    ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys, {schema}.send_job_attempts'),
     -- relay: reading the outbox for a consumer (which moves its position)
     ('relay',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
     -- admin: every function, and reading every table
@@ -51,6 +51,6 @@ SELECT level.privilege
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_create_consumer(text, boolean, regrole, boolean)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_drop_consumer(text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
-    ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys')
+    ('admin',    'SELECT ON TABLE {schema}.send_jobs, {schema}.send_job_events, {schema}.sendjobs_transaction_link, {schema}.sendjobs_queues, {schema}.send_jobs_finished, {schema}.send_job_keys, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys, {schema}.send_job_attempts')
   ) AS level (name, privilege)
  WHERE level.name = $1

@@ -2,7 +2,7 @@
 --- columns: deleted
 -- sendjobs_purge (src/purge.rs): delete up to $2 finished jobs (each its own event) that
 -- finished before the cutoff $1 (never later than now: src/purge.rs), and with them their
--- idempotency keys. Found by age through send_jobs_finished_finished_at_idx. Only
+-- idempotency keys and earlier attempts. Found by age through send_jobs_finished_finished_at_idx. Only
 -- send_jobs_finished is read: the unfinished jobs are never touched. SKIP LOCKED: a job
 -- that sendjobs_redrive holds stays. A redriven job's new job stays while the failed job
 -- is kept: it is the redrive's record that the failed job was sent again, and without it
@@ -32,5 +32,8 @@ gone AS (
 keys AS (
     DELETE FROM @extschema@.send_job_keys AS key USING gone
      WHERE key.idempotency_key = gone.idempotency_key AND key.job_id = gone.id
+),
+attempts AS (
+    DELETE FROM @extschema@.send_job_attempts AS attempt USING gone WHERE attempt.job_id = gone.id
 )
 SELECT pg_catalog.count(*) AS deleted FROM gone

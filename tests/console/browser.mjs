@@ -223,6 +223,14 @@ try {
   await page.goto(ADMIN + "/queues");
   check(/read \d+ s ago, in \d+ ms/.test(await page.textContent("#figures-age")), "the page says how old its counts are");
 
+  console.log("== a job's earlier attempts");
+  const retried = (await one("SELECT job_id::int AS id FROM send_job_keys WHERE idempotency_key = 'acme/retried'"))[0].id;
+  await page.goto(`${ADMIN}/jobs/${retried}`);
+  const attemptRows = await page.$$eval("#attempts tbody tr", (rows) => rows.map((r) => r.textContent));
+  check(attemptRows.length === 3 && /timeout after 30 s/.test(attemptRows[0]) && /lease expired/.test(attemptRows[1])
+        && /partner answered 500/.test(attemptRows[2]),
+        `its page lists its 3 earlier attempts: a timeout, a lost lease, a 500 (${JSON.stringify(attemptRows)})`);
+
   console.log("== the queue list, narrowed and ordered");
   await page.goto(ADMIN + "/queues");
   const listed = async () => page.$$eval("#queues tbody tr", (rows) => rows.map((r) => r.dataset.queue));

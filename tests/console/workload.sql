@@ -30,6 +30,16 @@ SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'acme', 'n', n), 'acme',
 SELECT count(sendjobs_finalize(id, claim_generation, 'failed', 'partner answered 503'))
   FROM sendjobs_claim(6, '1 minute', 'acme');
 
+-- And one acme job with earlier attempts (send_job_attempts): retried after a timeout, then
+-- lost with its worker (a lease of 0 seconds, taken back by the next claim), then retried
+-- after a 500, due again in an hour.
+SELECT sendjobs_enqueue('{"to": "acme"}', 'acme', idempotency_key => 'acme/retried', max_attempts => 5);
+SELECT sendjobs_finalize(id, claim_generation, 'retry', 'timeout after 30 s', retry_at => now())
+  FROM sendjobs_claim(1, '1 minute', 'acme');
+SELECT count(*) FROM sendjobs_claim(1, '0 seconds', 'acme');
+SELECT sendjobs_finalize(id, claim_generation, 'retry', 'partner answered 500', retry_at => now() + interval '1 hour')
+  FROM sendjobs_claim(1, '1 minute', 'acme');
+
 -- globex: 4 sent, 3 in flight under a long lease, 2 pending.
 SELECT count(sendjobs_enqueue(jsonb_build_object('to', 'globex', 'n', n), 'globex',
                               transaction_id => 'tx-' || (6 + n)))

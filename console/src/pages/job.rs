@@ -7,7 +7,7 @@ use axum::http::HeaderMap;
 use axum::Extension;
 use maud::{html, Markup};
 
-use crate::db::ChainJob;
+use crate::db::{Attempt, ChainJob, Job};
 use crate::error::{PageError, PageResult};
 use crate::http::CsrfCookie;
 use crate::pages::queue::unblock_form;
@@ -55,6 +55,11 @@ pub async fn page(
             Some(app.db.business_status(link, tx).await?)
         }
         _ => None,
+    };
+    let attempts = if ctx.privileges.attempts {
+        Some(app.db.attempts(id).await?)
+    } else {
+        None
     };
     let stopped = match &job.ordering_key {
         Some(key) if ctx.privileges.blocked => app.db.blocked_key(key).await?,
@@ -110,6 +115,8 @@ pub async fn page(
                     p { button type="submit" #redrive { "Redrive this job" } " A new pending job sends it again." }
                 }
             }
+            h2 { "Earlier attempts" }
+            (earlier_attempts(attempts.as_deref(), &job))
             h2 { "Outbox event" }
             @if let Some(e) = event {
                 p #event { (e.kind) ", generation " (e.claim_generation) ", at " (e.created_at) " UTC, transaction " code { (e.event_xid) } }
@@ -133,6 +140,35 @@ pub async fn page(
             @else { p.muted #payload-hidden { "Hidden: the role " code { (ctx.privileges.role) } " may not read send_jobs.payload." } }
         },
     ))
+}
+
+/// The attempts that ended without finishing the job (retried, or their lease expired),
+/// oldest first; the job's own row is the last attempt's.
+fn earlier_attempts(attempts: Option<&[Attempt]>, job: &Job) -> Markup {
+    let Some(attempts) = attempts else {
+        return html! { p.muted { "The role may not read send_job_attempts (the monitor level of 0.5.0 may)." } };
+    };
+    html! {
+        @if attempts.is_empty() {
+            p.muted #attempts { "None: every attempt so far is the job's own (above)." }
+        } @else {
+            table #attempts {
+                thead { tr { th { "attempt" } th { "generation" } th { "claimed (UTC)" } th { "ended (UTC)" } th { "how" } th { "error" } } }
+                tbody {
+                    @for a in attempts {
+                        tr {
+                            td.n { (a.attempt) } td.n { (a.claim_generation) } td { (a.claimed_at) } td { (a.ended_at) }
+                            td { (a.ended) }
+                            td { @if let Some(e) = &a.error { pre { (text::block(e)) } } @else { "—" } }
+                        }
+                    }
+                }
+            }
+            @if job.claim_generation > 20 {
+                p.muted { "The latest 20 are kept." }
+            }
+        }
+    }
 }
 
 fn chain(jobs: &[ChainJob]) -> Markup {
