@@ -1,8 +1,8 @@
 //! The figures every queue page shows — `sendjobs_stats()` and the hour's chart — read
 //! once for every request and operator: every `FRESH` (or ten times as long as the last
-//! read took, if longer), by one read at a time, in the background while someone looks. A page serves the last read and
-//! says how old it is; it waits for a read only when none is younger than `STALE` (the
-//! first look after a quiet minute). At 1,000 queues with 1,000 jobs waiting in each,
+//! read took, if longer), by one read at a time, in the background while someone looks.
+//! A page serves the last read and says how old it is; it waits for a read only when none
+//! is younger than `STALE` (the first look after a quiet minute). At 1,000 queues with 1,000 jobs waiting in each,
 //! `sendjobs_stats()` takes 1.4 s: read per request (each page and each browser's live
 //! refresh) it made every queue page that slow and the database busy for each operator
 //! (decision 0021).
@@ -59,9 +59,7 @@ impl Figures {
             tokio::spawn(Self::keep_reading(Arc::clone(app)));
         }
         // A slow read is made less often (keep_reading): its figures serve longer.
-        let stale = this
-            .fresh_enough(Duration::MAX)
-            .map_or(STALE, |last| STALE.max(last.took * 20));
+        let stale = this.last().map_or(STALE, |last| STALE.max(last.took * 20));
         if let Some(last) = this.fresh_enough(stale) {
             return Ok(last);
         }
@@ -73,13 +71,12 @@ impl Figures {
         this.read(&app.db).await
     }
 
+    fn last(&self) -> Option<Arc<Snapshot>> {
+        self.state.lock().expect("figures' lock").last.clone()
+    }
+
     fn fresh_enough(&self, within: Duration) -> Option<Arc<Snapshot>> {
-        let state = self.state.lock().expect("figures' lock");
-        state
-            .last
-            .as_ref()
-            .filter(|s| s.read_at.elapsed() < within)
-            .cloned()
+        self.last().filter(|s| s.read_at.elapsed() < within)
     }
 
     async fn read(&self, db: &Db) -> Result<Arc<Snapshot>, DbError> {
@@ -109,13 +106,15 @@ impl Figures {
             }
             // A slow read is made less often: the console spends at most a tenth of a
             // database core on its figures (a read of 1.4 s: every 14 s).
-            let period = this
-                .fresh_enough(Duration::MAX)
-                .map_or(FRESH, |last| FRESH.max(last.took * 10));
+            let period = this.last().map_or(FRESH, |last| FRESH.max(last.took * 10));
             if this.fresh_enough(period).is_some() {
                 continue;
             }
             let _reading = this.reading.lock().await;
+            // A page may have read them while this waited for the lock.
+            if this.fresh_enough(period).is_some() {
+                continue;
+            }
             if let Err(err) = this.read(&app.db).await {
                 tracing::warn!("sendjobs-console: reading the queues' figures: {err}");
             }
