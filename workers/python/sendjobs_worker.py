@@ -53,6 +53,7 @@ class Worker:
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
         self.dsn, self.send, self.queue, self.batch = dsn, send, queue, batch
         self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
+        self.claimed_empty = False  # the last claim, made again at once, took nothing
         self.send_timeout, self.connect_timeout = send_timeout, connect_timeout
         fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
@@ -241,6 +242,8 @@ class Worker:
             jobs = [dict(zip(("id", "generation", "transaction_id", "idempotency_key", "payload"), r))
                     for r in rows]
             self.counters["claimed"] += len(jobs)
+            if jobs:
+                self.claimed_empty = False
             # A signal now stops the claims, not these sends: they finish, and are finalized.
             await asyncio.gather(*(self.run_one(job) for job in jobs))
             if len(jobs) < self.batch:
@@ -275,7 +278,13 @@ class Worker:
             return self.poll
         limited, retry_after = rows[0]
         if limited is None:
-            return 0 if got > 0 else self.poll
+            # Empty, or a token came back since the claim. A claim that took jobs is made
+            # again; one that took none is made again once (the token may have come back
+            # after it found none), and the queue is empty if that one takes none either.
+            claim_again = got > 0 or not self.claimed_empty
+            self.claimed_empty = claim_again and got == 0
+            return 0 if claim_again else self.poll
+        self.claimed_empty = False
         self.counters["limited"] += 1
         return self.poll if retry_after is None else min(self.poll, max(0.005, float(retry_after)))
 

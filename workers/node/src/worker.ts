@@ -265,9 +265,10 @@ export class Worker {
   // sooner): the poll interval, or less when the queue's rate limits it and its next token
   // comes sooner (sendjobs_queue_limits' retry_after). A pause or a reached cap waits for
   // the poll or a wake-up (a resume sends one). A queue with flow control that no longer
-  // limits is claimed again at once if the claim took jobs (a token came since: a
-  // rate-limited queue is claimed at its rate, however slow the round trip); a claim that
-  // took none waits, so an empty queue is not claimed in a loop.
+  // limits is claimed again at once while the claims take jobs (a token came since: a
+  // rate-limited queue is claimed at its rate, however slow the round trip); after a claim
+  // that took none, once more, so an empty queue is not claimed in a loop.
+  private claimedEmpty = false; // the last claim, made again at once, took nothing
   private async idleWait(got: number): Promise<number> {
     const { queue, pollSeconds } = this.options;
     if (queue === null) return pollSeconds;
@@ -279,7 +280,15 @@ export class Worker {
       return pollSeconds;
     }
     if (rows.length === 0) return pollSeconds; // no flow control: the queue is empty
-    if (rows[0].limited === null) return got > 0 ? 0 : pollSeconds;
+    if (rows[0].limited === null) {
+      // Empty, or a token came back since the claim. A claim that took jobs is made again;
+      // one that took none is made again once (the token may have come back after it found
+      // none), and the queue is empty if that one takes none either.
+      const claimAgain = got > 0 || !this.claimedEmpty;
+      this.claimedEmpty = claimAgain && got === 0;
+      return claimAgain ? 0 : pollSeconds;
+    }
+    this.claimedEmpty = false;
     this.counters.limited++;
     return rows[0].wait === null ? pollSeconds : Math.min(pollSeconds, Math.max(0.005, rows[0].wait));
   }
@@ -309,6 +318,7 @@ export class Worker {
         this.counters.errors++;
       }
       this.counters.claimed += jobs.length;
+      if (jobs.length > 0) this.claimedEmpty = false;
       // A signal now stops the claims, not these sends: they finish, and are finalized.
       await Promise.all(jobs.map((job) => this.runOne(job)));
       if (jobs.length < batch && !woken && !this.stopping) {

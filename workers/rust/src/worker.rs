@@ -128,6 +128,8 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
 
         let mut result = Ok(());
         let mut stopping = false;
+        // The last claim was made again at once after a short one that took nothing.
+        let mut claimed_empty_again = false;
         loop {
             while sends.try_join_next().is_some() {}
             let free = places.available_permits() as u32;
@@ -194,20 +196,29 @@ impl<T: DeserializeOwned + Send + 'static> Worker<T> {
             if stopping {
                 break;
             }
+            if got > 0 {
+                claimed_empty_again = false;
+            }
             if got < wanted {
                 // Nothing more is due, or the queue's flow control held jobs back: sleep
                 // until a wake-up, the next token of a rate, or the poll interval (a
                 // wake-up stored while we claimed ends it at once).
-                // A queue with flow control that no longer limits is claimed again at
-                // once if the claim took jobs (a token came since: a rate-limited queue is
-                // claimed at its rate, however slow the round trip); a claim that took
-                // none waits, so an empty queue is not claimed in a loop.
+                // A queue with flow control that no longer limits is empty, or a token
+                // came back since the claim: it is claimed again at once while the claims
+                // take jobs (a rate-limited queue is claimed at its rate, however slow the
+                // round trip), and after a claim that took none, once more (the token may
+                // have come back after it found none): empty if that one takes none too.
+                let claimed_empty = std::mem::take(&mut claimed_empty_again);
                 let wait = match db.flow().await {
                     Ok(Flow::Limited(next_token)) => {
                         bump(&counters.limited, 1);
                         next_token.map_or(config.poll_interval, |d| d.min(config.poll_interval))
                     }
                     Ok(Flow::Free) if got > 0 => continue,
+                    Ok(Flow::Free) if !claimed_empty => {
+                        claimed_empty_again = true;
+                        continue;
+                    }
                     Ok(Flow::Free | Flow::None) => config.poll_interval,
                     Err(e) => {
                         log::warn!("sendjobs-worker: queue limits unknown: {e}");
