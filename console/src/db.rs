@@ -210,7 +210,17 @@ impl Db {
         if config.get_application_name().is_none() {
             config.application_name("sendjobs-console");
         }
-        config.ssl_mode(tls.mode.for_driver());
+        // A Unix socket has no TLS: libpq ignores sslmode there, where tokio-postgres would
+        // refuse to connect.
+        let unix_only = config
+            .get_hosts()
+            .iter()
+            .all(|host| !matches!(host, tokio_postgres::config::Host::Tcp(_)));
+        config.ssl_mode(if unix_only {
+            tokio_postgres::config::SslMode::Disable
+        } else {
+            tls.mode.for_driver()
+        });
         let connector = tls.connector()?;
         // The first connection, without the pinned path, only finds the schema (its one
         // statement qualifies every name).

@@ -82,6 +82,8 @@ refused() {  # what-the-error-says [option ...]: the console, given SENDJOBS_CON
 }
 CONNINFO="$tcp application_name=tls-require sslmode=require" start TLS_REQUIRE tls-require "" ""
 encrypted tls-require
+# Over a Unix socket there is no TLS: sslmode is not asked for there, as libpq has it.
+CONNINFO="host=$PGHOST port=$PGPORT user=console_monitor dbname=$PGDATABASE sslmode=require" start UNIX_REQUIRE unix-require "" ""
 CONNINFO="host=localhost ${tcp#host=127.0.0.1} application_name=tls-verify-ca sslmode=verify-ca sslrootcert=$SENDJOBS_CLUSTER_CA" \
   start TLS_CA tls-verify-ca "" ""
 encrypted tls-verify-ca
@@ -100,7 +102,7 @@ SENDJOBS_CONSOLE_DATABASE_URL="$tcp sslmode=verify-ca sslrootcert=$logs/other.cr
 SENDJOBS_CONSOLE_DATABASE_URL="$tcp sslmode=verify-full" refused "needs the CA's certificate"
 SENDJOBS_CONSOLE_DATABASE_URL="$tcp" refused "given twice" --database-url-file "$logs/database-url"
 (unset SENDJOBS_CONSOLE_DATABASE_URL; refused "no connection string")
-echo "   ok: over TLS with sslmode require, verify-ca and verify-full (the URL from a file); refused a host" \
+echo "   ok: over TLS with sslmode require, verify-ca and verify-full (the URL from a file), a Unix socket with require; refused a host" \
      "name the certificate does not hold, a foreign CA, verify-full without a CA; Secure __Host- cookies"
 
 # The systemd unit of docs/console.md, as systemd reads it (an unknown or misspelt key is
