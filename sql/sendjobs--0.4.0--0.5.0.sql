@@ -73,6 +73,12 @@ COMMENT ON FUNCTION @extschema@.sendjobs_attempt_ended() IS
 COMMENT ON TRIGGER sendjobs_attempt_ended ON @extschema@.send_jobs IS
     'sendjobs: an in_flight job retried, or claimed again after its lease expired, leaves the attempt that ended in send_job_attempts.';
 
+-- The flow control's words say what is counted: jobs claimed (docs/reference.md,
+-- sendjobs_limit: "From a partner's limits").
+COMMENT ON COLUMN @extschema@.sendjobs_queues.rate IS 'The most of its jobs claimed a second, on average (sendjobs_limit), or NULL: each job claimed is one token, a job claimed again after its lease expired too.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.burst IS 'The most of its jobs claimed at once after a quiet time: the token bucket''s size. In any window of T seconds at most burst + rate x T are claimed.';
+COMMENT ON COLUMN @extschema@.sendjobs_queues.tokens IS 'The token bucket: the jobs that may still be claimed at tokens_at (refilled at rate a second up to burst).';
+
 -- The roles that held a whole level at 0.4.0 (sql/statements/access_level.sql) get what
 -- 0.5.0 adds to it (docs/operations.md, "What an update changes in rights"): monitor,
 -- send_jobs_finished's columns and send_job_attempts; admin, send_job_attempts. A role
