@@ -10,7 +10,8 @@
 -- send_jobs_finished); the table send_job_attempts and the trigger on send_jobs that
 -- writes it; SELECT on send_jobs_finished's columns (payload excepted) and on
 -- send_job_attempts for the roles that hold the whole monitor level, on send_job_attempts
--- for those that hold the admin level; every C function rebound to this release's library.
+-- for those that hold the admin level; the comments of sendjobs_queues' rate, burst and
+-- tokens (jobs claimed, not claims); every C function rebound to this release's library.
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.5.0'" to load this file. \quit
 
 LOCK TABLE @extschema@.send_jobs IN SHARE ROW EXCLUSIVE MODE;
