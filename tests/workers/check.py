@@ -259,22 +259,21 @@ def wakeup(worker, partner):
     print(f"   {worker} wakeup: sent {elapsed:.2f} s after its enqueue; {counters}", flush=True)
 
 
-def rate_limited(worker, partner):
-    """A queue limited to 20 claims a second in bursts of 1, a worker asking for 5 at a
-    time with a 30 s poll and no wake-ups: after each short claim it asks the queue's
-    limits and waits for the next token, not the poll, so 30 jobs take about 1.5 s; and
-    no second of claims holds more than the rate allows (20 + the burst)."""
-    name = f"workers_{worker}_rate"
+def drain_limited_queue(worker, partner, kind, rate, jobs, what):
+    """`jobs` jobs of a queue limited to `rate` a second in bursts of 1, drained by a worker
+    asking for 5 at a time with a 30 s poll and no wake-ups, within 15 s (`what` names
+    them in the failure). Returns the seconds it took, the worker's counters, and the most
+    jobs claimed within one second."""
+    name = f"workers_{worker}_{kind}"
     db, dsn = fresh_database(name)
-    db.execute("SELECT sendjobs_limit('q', rate => 20, burst => 1)")
-    db.execute("SELECT sendjobs_enqueue('{}', 'q') FROM generate_series(1, 30)")
+    db.execute("SELECT sendjobs_limit('q', rate => %s, burst => 1)", (rate,))
+    db.execute("SELECT sendjobs_enqueue('{}', 'q') FROM generate_series(1, %s)", (jobs,))
     env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH="5",
                POLL_SECONDS="30", LISTEN="0", WORKER_NAME=name)
     started = time.monotonic()
     process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
     try:
-        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 15,
-                   "the rate-limited jobs (a worker that waits its poll takes minutes)")
+        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 15, what)
         elapsed = time.monotonic() - started
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=10)
@@ -282,42 +281,36 @@ def rate_limited(worker, partner):
         busiest = db.execute("""SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY claimed_at
                                     RANGE BETWEEN CURRENT ROW AND interval '1 second' FOLLOWING) AS n
                                   FROM send_jobs) AS w""").fetchone()[0]
-        assert counters["limited"] >= 1, f"no limited claim counted: {counters}"
-        assert busiest <= 21, f"{busiest} claims within one second, over 20 a second + 1"
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
         db.close()
+    return elapsed, counters, busiest
+
+
+def rate_limited(worker, partner):
+    """A queue limited to 20 claims a second in bursts of 1: after each short claim the
+    worker asks the queue's limits and waits for the next token, not the poll, so 30 jobs
+    take about 1.5 s; and no second of claims holds more than the rate allows (20 + the
+    burst)."""
+    elapsed, counters, busiest = drain_limited_queue(
+        worker, partner, "rate", 20, 30, "the rate-limited jobs (a worker that waits its poll takes minutes)")
+    assert counters["limited"] >= 1, f"no limited claim counted: {counters}"
+    assert busiest <= 21, f"{busiest} claims within one second, over 20 a second + 1"
     print(f"   {worker} rate: 30 jobs in {elapsed:.2f} s at 20 a second, at most {busiest} claims "
           f"in a second; {counters}", flush=True)
 
 
 def token_back_before_limits(worker, partner):
     """A queue whose tokens come faster than any round trip (100,000 a second, bursts of
-    1), a worker asking for 5 with a 30 s poll and no wake-ups: a token is always back by
-    the time it asks the limits after a short claim, so they say "not limiting" every
-    time; it must claim again at once while its claims take jobs. It waited its poll after
-    the second such claim (2 jobs every 30 s), which a loaded machine met at 20 a second."""
-    name = f"workers_{worker}_refill"
-    db, dsn = fresh_database(name)
-    db.execute("SELECT sendjobs_limit('q', rate => 100000, burst => 1)")
-    db.execute("SELECT sendjobs_enqueue('{}', 'q') FROM generate_series(1, 40)")
-    env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH="5",
-               POLL_SECONDS="30", LISTEN="0", WORKER_NAME=name)
-    started = time.monotonic()
-    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 15,
-                   "40 jobs of a queue whose tokens come back at once (2 a poll: 10 minutes)")
-        elapsed = time.monotonic() - started
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        db.close()
+    1): a token is always back by the time the worker asks the limits after a short claim,
+    so they say "not limiting" every time; it must claim again at once while its claims
+    take jobs. It waited its poll after the second such claim (2 jobs every 30 s), which a
+    loaded machine met at 20 a second."""
+    elapsed, _, _ = drain_limited_queue(
+        worker, partner, "refill", 100000, 40,
+        "40 jobs of a queue whose tokens come back at once (2 a poll: 10 minutes)")
     print(f"   {worker} refill: 40 jobs in {elapsed:.2f} s, each claim's token back before the limits "
           "were asked", flush=True)
 
