@@ -7,6 +7,8 @@
 -- Functions: the API.
 COMMENT ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) IS
     'Adds a pending job and returns its id. Arguments: payload (required), queue (default ''default''), run_at (NULL: now), transaction_id (the linked business row), idempotency_key (a repeated key returns the existing job''s id and changes nothing), max_attempts (NULL: sendjobs.default_max_attempts), ordering_key (jobs that share one are claimed one at a time, in the order of their ids), priority (0 to 60: minutes of head start in the claim order).';
+COMMENT ON FUNCTION @extschema@.sendjobs_enqueue_many(jsonb[], text[], timestamptz[], text[], text[], integer[], text[], integer[]) IS
+    'Adds the jobs of payloads in one statement, each as sendjobs_enqueue adds one, and returns their ids in payloads'' order (a repeated idempotency key gives the existing job''s id). Every other array holds one value per job or one for all: queues (default {default}), run_at, transaction_ids, idempotency_keys, max_attempts, ordering_keys, priorities (default {0}); NULL where sendjobs_enqueue takes NULL. A bad job anywhere adds none.';
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
     'Claims up to batch jobs (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired. From one queue, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. From any queue (queue NULL), the queues with due jobs in turn, each an even share of the batch, each in its claim order: one queue''s backlog never holds another''s due jobs (invariant 21). Each job becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1. Returns the rows as updated; keep id and claim_generation. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
 COMMENT ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) IS
@@ -24,7 +26,7 @@ COMMENT ON FUNCTION @extschema@.sendjobs_link_transactions(regclass, name, name,
 COMMENT ON FUNCTION @extschema@.sendjobs_unlink_transactions() IS
     'Removes the transaction link: finalizes stop stamping business rows.';
 COMMENT ON FUNCTION @extschema@.sendjobs_grant(regrole, text) IS
-    'Gives a role an access level: producer (enqueue, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
+    'Gives a role an access level: producer (enqueue, enqueue_many, cancel), worker (claim, heartbeat, finalize, finalize_batch, queue_limits), monitor (sendjobs_stats, sendjobs_queue_limits; read the queue without payloads, the outbox and its consumers), relay (sendjobs_read_events) or admin (every function, reading every table). No level may write the queue tables: the functions do, as the extension''s owner.';
 COMMENT ON FUNCTION @extschema@.sendjobs_cancel(bigint) IS
     'Cancels a job: applied when it was pending or in_flight (now cancelled, terminal, with one cancelled event; its holder''s finalize and heartbeat get stale), stale when it had already finished. The business row is not stamped.';
 COMMENT ON FUNCTION @extschema@.sendjobs_redrive(bigint[]) IS
@@ -205,6 +207,7 @@ COMMENT ON COLUMN @extschema@.sendjobs_blocked_keys.blocked_at IS 'When the key 
 
 -- Privileges: EXECUTE is the only thing a caller needs, and PUBLIC has it on nothing.
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sendjobs_enqueue_many(jsonb[], text[], timestamptz[], text[], text[], integer[], text[], integer[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_heartbeat(bigint, bigint, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sendjobs_finalize(bigint, bigint, text, text, timestamptz) FROM PUBLIC;

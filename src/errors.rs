@@ -11,6 +11,13 @@ pub enum SendJobsError {
     #[error("sendjobs: {0} must not be NULL")]
     NullArgument(&'static str),
 
+    /// 22004 null_value_not_allowed: an element of an array argument, counted from 1
+    #[error("sendjobs: {array}[{position}] must not be NULL")]
+    NullElement {
+        array: &'static str,
+        position: usize,
+    },
+
     /// 22023 invalid_parameter_value
     #[error("sendjobs: batch must be between 1 and sendjobs.max_batch ({max}), got {got}")]
     BatchOutOfRange { got: i32, max: i32 },
@@ -118,7 +125,7 @@ impl SendJobsError {
     pub fn sqlstate(&self) -> PgSqlErrorCode {
         use PgSqlErrorCode::*;
         match self {
-            Self::NullArgument(_) => ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            Self::NullArgument(_) | Self::NullElement { .. } => ERRCODE_NULL_VALUE_NOT_ALLOWED,
             Self::BatchOutOfRange { .. }
             | Self::Negative(_)
             | Self::UnknownOutcome(_)

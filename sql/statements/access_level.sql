@@ -9,6 +9,7 @@
 SELECT level.privilege
   FROM (VALUES
     ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)'),
+    ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue_many(jsonb[], text[], timestamptz[], text[], text[], integer[], text[], integer[])'),
     ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_cancel(bigint)'),
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_claim(integer, interval, text)'),
     ('worker',   'EXECUTE ON FUNCTION {schema}.sendjobs_heartbeat(bigint, bigint, interval)'),
@@ -27,6 +28,7 @@ SELECT level.privilege
     ('relay',    'EXECUTE ON FUNCTION {schema}.sendjobs_read_events(text, integer)'),
     -- admin: every function, and reading every table
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)'),
+    ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue_many(jsonb[], text[], timestamptz[], text[], text[], integer[], text[], integer[])'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_claim(integer, interval, text)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_heartbeat(bigint, bigint, interval)'),
     ('admin',    'EXECUTE ON FUNCTION {schema}.sendjobs_finalize(bigint, bigint, text, text, timestamptz)'),

@@ -103,6 +103,43 @@ SELECT sendjobs_enqueue('not json');
 SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
 
 -------------------------------------------------------------------------------------
+-- sendjobs_enqueue_many: each job's checks as sendjobs_enqueue's, all before anything is
+-- added (the sequence of ids included); the array that fails, by name and position.
+-------------------------------------------------------------------------------------
+
+-- 22004: payloads, queues and priorities are required, and so is each of their elements.
+SELECT sendjobs_enqueue_many(NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', NULL]::jsonb[]);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], '{a,NULL}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], priorities => '{0,NULL}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], priorities => NULL);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+-- 22023: an array of neither one value nor one per job; a bad value in the second job
+-- (the first one is good: neither is added).
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], '{a,b,c}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], idempotency_keys => '{x,y,z}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], '{a,""}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], ARRAY['a', E'b\nINFO forged']);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], run_at => '{2030-01-01,infinity}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], max_attempts => '{1,0}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], ordering_keys => ARRAY['k', '']);
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+SELECT sendjobs_enqueue_many(ARRAY['{}', '{}']::jsonb[], priorities => '{0,61}');
+SELECT :'SQLSTATE' AS sqlstate, nothing_changed();
+
+-------------------------------------------------------------------------------------
 -- sendjobs_claim
 -------------------------------------------------------------------------------------
 
