@@ -25,6 +25,10 @@ writes bench/results/<name>/report.md, one CSV row per run (runs.csv) and meta.j
 
 Run it inside a cluster: bash bench/peers.sh [options] does (tests/cluster.py run ... --
 python3 bench/peers.py ...), and bash bench/run.sh --peers after the grid.
+`--enqueue SIZES` measures adding jobs instead: N jobs in one statement, through one
+sendjobs_enqueue per job, one sendjobs_enqueue_many, a plain INSERT into send_jobs (the
+table's floor) and pgmq's send_batch (the arms
+interleaved, each repetition in a shuffled order, the queues emptied between runs).
 `--prepare-only` fetches the peers and exits; `--report-only DIR` rebuilds a run's report
 from its runs.csv and meta.json. `--waits` adds what the backends waited for during each
 run (pg_stat_activity, sampled); `--instructions` counts, instead of timing, the
@@ -424,6 +428,9 @@ def main(argv):
                    help="with --instructions: jobs a run does more than its twin (default 1000; at "
                         "least 20 cycles)")
     p.add_argument("--callgrind-dir", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--enqueue", metavar="SIZES", default=None,
+                   help="measure enqueues instead: jobs per statement, a comma list (e.g. 1000,100000); "
+                        "--reps repetitions")
     a = p.parse_args(argv)
     if a.instructions and not a.backlogs:
         a.backlogs = "10000"   # loading 1,000,000 jobs under callgrind takes minutes
@@ -445,6 +452,8 @@ def main(argv):
         meta = common.read_meta(a.report_only)
         text = (instructions_report if meta["grid"].get("instructions") else report_text)(meta, rows)
         return common.write_report(a.report_only, text, "peers")
+    if a.enqueue:
+        return enqueue_main(a, [int(n) for n in common.parse_list(a.enqueue)])
     if a.instructions and not a.callgrind_dir:
         p.error("--instructions needs the server under callgrind: run it through bench/peers.sh")
     if a.instructions and a.waits:
@@ -564,6 +573,77 @@ def main(argv):
         peer.c.close()
     admin.close()
     return common.write_report(results, report_text(meta, rows), "peers")
+
+
+# --------------------------------------------------------------------------------------
+# Adding jobs (--enqueue)
+
+# Each arm adds `n` jobs of PAYLOAD (i = 1 ... n) in one statement, in its own transaction.
+ENQUEUE_ARMS = {
+    "sendjobs-each": ("sendjobs", f"SELECT count(sendjobs_enqueue({PAYLOAD}, 'bench')) "
+                                  "FROM generate_series(1, %(n)s) AS i"),
+    "sendjobs-many": ("sendjobs", f"SELECT cardinality(sendjobs_enqueue_many(ARRAY(SELECT {PAYLOAD} "
+                                  "FROM generate_series(1, %(n)s) AS i), '{bench}'))"),
+    # the floor: the same rows by a plain INSERT into the table, no function
+    "send_jobs-insert": ("sendjobs", f"WITH added AS (INSERT INTO send_jobs (payload, queue) SELECT {PAYLOAD}, 'bench' "
+                                     "FROM generate_series(1, %(n)s) AS i RETURNING id) SELECT count(*) FROM added"),
+    "pgmq-send_batch": ("pgmq", f"SELECT count(*) FROM pgmq.send_batch('{pgmq.QUEUE}', ARRAY(SELECT {PAYLOAD} "
+                                "FROM generate_series(1, %(n)s) AS i))"),
+}
+ENQUEUE_EMPTY = {"sendjobs": "TRUNCATE send_jobs, send_job_keys", "pgmq": f"TRUNCATE {Pgmq.q}"}
+
+
+def enqueue_main(a, sizes):
+    results = common.results_dir("peers", a.name)
+    meta = common.run_meta(a.command)
+    admin = Db("postgres", APP)
+    peers = {"sendjobs": SendJobs(), "pgmq": Pgmq()}
+    meta["peers"] = {name: peer.setup(admin, None, []) for name, peer in peers.items()}
+    meta["grid"] = {"enqueue": sizes, "reps": a.reps, "seed": a.seed}
+    rng, rows = random.Random(a.seed), []
+    for n in sizes:
+        for rep in range(a.reps):
+            arms = list(ENQUEUE_ARMS)
+            rng.shuffle(arms)
+            for arm in arms:
+                peer_name, sql = ENQUEUE_ARMS[arm]
+                peer = peers[peer_name]
+                peer.c.exec(ENQUEUE_EMPTY[peer_name])
+                peer.c.exec("CHECKPOINT")
+                started = time.perf_counter()
+                added = peer.c.one(sql, {"n": n})[0]
+                seconds = time.perf_counter() - started
+                if added != n:
+                    raise SystemExit(f"peers: {arm} added {added} jobs of {n}")
+                rows.append({"n": n, "rep": rep + 1, "arm": arm, "jobs_s": n / seconds})
+                log(f"   n {n:,} rep {rep + 1} {arm:<16} {n / seconds:>10,.0f} jobs/s")
+    for peer in peers.values():
+        peer.c.close()
+    admin.close()
+    with open(results / "runs.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, ["n", "rep", "arm", "jobs_s"])
+        writer.writeheader()
+        writer.writerows(rows)
+    common.write_meta(results, meta)
+    lines = ["# Adding jobs: sendjobs and pgmq (bench/peers.sh --enqueue)", ""] + common.header_lines(meta) + [
+        "", f"One client; each run adds n jobs in one statement and its commit; {a.reps} repetitions, "
+        "the arms in a shuffled order each time, every queue emptied and a CHECKPOINT before each run.", "",
+        "| n | " + " | ".join(ENQUEUE_ARMS) + " | many / each | many / insert | many / pgmq |",
+        "|---|" + "---|" * (len(ENQUEUE_ARMS) + 3)]
+    for n in sizes:
+        rates = {arm: [r["jobs_s"] for r in rows if r["n"] == n and r["arm"] == arm] for arm in ENQUEUE_ARMS}
+        # the ratios of each repetition's runs, which ran side by side
+        by_rep = lambda arm: [r["jobs_s"] for r in sorted((r for r in rows if r["n"] == n and r["arm"] == arm),
+                                                          key=lambda r: r["rep"])]
+        many_each = [m / e for m, e in zip(by_rep("sendjobs-many"), by_rep("sendjobs-each"))]
+        many_insert = [m / q for m, q in zip(by_rep("sendjobs-many"), by_rep("send_jobs-insert"))]
+        many_pgmq = [m / q for m, q in zip(by_rep("sendjobs-many"), by_rep("pgmq-send_batch"))]
+        ratio = lambda v: f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+        lines.append(f"| {n:,} | " + " | ".join(spread(rates[arm]) for arm in ENQUEUE_ARMS)
+                     + f" | {ratio(many_each)} | {ratio(many_insert)} | {ratio(many_pgmq)} |")
+    lines.append("")
+    lines.append("jobs/s, median (min-max); ratios of the runs of one repetition, median (min-max).")
+    return common.write_report(results, "\n".join(lines) + "\n", "peers")
 
 
 # --------------------------------------------------------------------------------------
