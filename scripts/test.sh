@@ -35,7 +35,7 @@ cargo fmt --check
 for major in $(all_majors); do
   cargo clippy --all-targets --no-default-features --features "pg$major pg_test" -- -D warnings
 done
-cargo clippy -p sendjobs-worker --all-targets -- -D warnings
+cargo clippy -p sendjobs-client --all-targets --all-features -- -D warnings
 cargo clippy -p sendjobs-console --all-targets -- -D warnings
 
 # pgrx tests (each major's own cluster), then the extension as users install it (no test
@@ -81,7 +81,7 @@ took
 # The Rust worker's tests need a server: built first, then run against a throwaway
 # cluster (its own database per test) with the package installed above, and some of them
 # again through PgBouncer by tests/workers/check.py.
-cargo test -p sendjobs-worker --no-run
+cargo test -p sendjobs-client --all-features --no-run
 
 # The example workers in Python and TypeScript, directly and through PgBouncer.
 echo "== the Python and TypeScript workers, and the Rust one through PgBouncer and over TLS (tests/workers/check.py) =="
@@ -89,7 +89,7 @@ python3 tests/cluster.py run --name sendjobs-workers -- /usr/bin/python3 tests/w
 
 echo "== the Rust worker (workers/rust/) =="
 python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
-  'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-worker -- --include-ignored --skip a_worker_connects_over_tls --skip a_tls_worker_refuses_a_server_without_tls' \
+  'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-client --all-features -- --include-ignored --skip a_worker_connects_over_tls --skip a_tls_worker_refuses_a_server_without_tls' \
   2>&1 | tee -a "$log"
 
 # The operator's console (console/) in headless chromium, against the package installed above.

@@ -432,24 +432,24 @@ RUST_POOLER_SAFE = ["every_job_is_finished_once_through_a_killed_connection_and_
 
 
 def rust_through_pooler(bouncer):
-    """sendjobs-worker's own tests, the worker connected through the pooler (built by
+    """sendjobs-client's own tests, the worker connected through the pooler (built by
     scripts/test.sh before this runs)."""
     env = dict(os.environ,
                SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
                SENDJOBS_WORKER_TEST_POOLER=f"host=127.0.0.1 port={bouncer.port} user=postgres",
                SENDJOBS_WORKER_TEST_POOLER_ADMIN=f"host=127.0.0.1 port={bouncer.port} user=postgres dbname=pgbouncer")
-    out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
+    out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-client", "--all-features", "--test", "live", "--",
                           "--include-ignored", "--exact", *RUST_POOLER_SAFE],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     passed = re.search(r"test result: ok\. (\d+) passed", out.stdout)
     assert out.returncode == 0 and passed and int(passed.group(1)) == len(RUST_POOLER_SAFE), \
-        f"sendjobs-worker through PgBouncer:\n{out.stdout}{out.stderr}"
-    print(f"   rust pgbouncer: {passed.group(1)} of sendjobs-worker's tests passed through the pooler "
+        f"sendjobs-client through PgBouncer:\n{out.stdout}{out.stderr}"
+    print(f"   rust pgbouncer: {passed.group(1)} of sendjobs-client's tests passed through the pooler "
           f"({', '.join(RUST_POOLER_SAFE)})", flush=True)
 
 
 def rust_over_tls():
-    """sendjobs-worker over TLS: first a worker with a connector must refuse the cluster
+    """sendjobs-client over TLS: first a worker with a connector must refuse the cluster
     without TLS; then the cluster gets a server certificate signed by a CA made here
     (openssl), ssl on by a reload, and the crate's TLS test connects to it over TCP. Then
     TLS is turned off again."""
@@ -462,9 +462,9 @@ def rust_over_tls():
                SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres")
 
     def crate_test(name):
-        out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-worker", "--test", "live", "--",
+        out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-client", "--all-features", "--test", "live", "--",
                               "--include-ignored", "--exact", name], cwd=ROOT, env=env, capture_output=True, text=True)
-        assert out.returncode == 0 and "1 passed" in out.stdout, f"sendjobs-worker, {name}:\n{out.stdout}{out.stderr}"
+        assert out.returncode == 0 and "1 passed" in out.stdout, f"sendjobs-client, {name}:\n{out.stdout}{out.stderr}"
 
     crate_test("a_tls_worker_refuses_a_server_without_tls")  # TLS is still off here
     with psycopg.connect(dbname="postgres", autocommit=True) as admin:
@@ -479,7 +479,7 @@ def rust_over_tls():
                 admin.execute(f"ALTER SYSTEM RESET {name}")
             admin.execute("SELECT pg_reload_conf()")
             shutil.rmtree(outer, ignore_errors=True)
-    print("   rust tls: sendjobs-worker refused a server without TLS; with TLS on, it connected with "
+    print("   rust tls: sendjobs-client refused a server without TLS; with TLS on, it connected with "
           "its CA, and was refused without it", flush=True)
 
 

@@ -3,11 +3,11 @@
 //! seconds, and stops cleanly on Ctrl-C or SIGTERM, letting running sends finish.
 //!
 //!     DATABASE_URL="host=/var/run/postgresql dbname=app user=app_worker" \
-//!         cargo run -p sendjobs-worker --example worker -- acme
+//!         cargo run -p sendjobs-client --example worker -- acme
 
 use std::time::Duration;
 
-use sendjobs_worker::{shutdown_signal, Config, Job, Outcome, Worker};
+use sendjobs_client::{shutdown_signal, Config, Job, Outcome, Worker};
 
 async fn send(job: Job) -> Outcome {
     let Some(to) = job.payload.get("to").and_then(|to| to.as_str()) else {
@@ -25,7 +25,7 @@ async fn send(job: Job) -> Outcome {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), sendjobs_worker::Error> {
+async fn main() -> Result<(), sendjobs_client::Error> {
     let dsn = std::env::var("DATABASE_URL").unwrap_or_else(|_| "host=/var/run/postgresql".into());
     let queue = std::env::args().nth(1).unwrap_or_else(|| "default".into());
     let config = Config::new(dsn)

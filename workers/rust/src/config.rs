@@ -26,7 +26,7 @@ pub enum Shutdown {
 ///
 /// ```
 /// use std::time::Duration;
-/// let config = sendjobs_worker::Config::new("host=/var/run/postgresql dbname=app user=app_worker")
+/// let config = sendjobs_client::Config::new("host=/var/run/postgresql dbname=app user=app_worker")
 ///     .queue("acme")
 ///     .batch(20)
 ///     .lease(Duration::from_secs(30))
@@ -79,7 +79,7 @@ impl Config {
     }
 
     /// Connect over TLS with `connector` (a [`native_tls::TlsConnector`], re-exported as
-    /// `sendjobs_worker::native_tls`). Without it, the worker connects without TLS: over a
+    /// `sendjobs_client::native_tls`). Without it, the worker connects without TLS: over a
     /// Unix socket or a private network. With it, TLS is required over TCP: `prefer`, the
     /// connection string's default `sslmode`, becomes `require` (a server without TLS is
     /// refused); `sslmode=disable` connects without TLS; a Unix socket has none.
@@ -87,9 +87,9 @@ impl Config {
     /// host name; a private CA is added with `add_root_certificate`:
     ///
     /// ```no_run
-    /// use sendjobs_worker::native_tls::{Certificate, TlsConnector};
+    /// use sendjobs_client::native_tls::{Certificate, TlsConnector};
     /// let ca = Certificate::from_pem(&std::fs::read("/etc/ssl/db-ca.pem")?)?;
-    /// let config = sendjobs_worker::Config::new("host=db.internal dbname=app user=app_worker")
+    /// let config = sendjobs_client::Config::new("host=db.internal dbname=app user=app_worker")
     ///     .tls(TlsConnector::builder().add_root_certificate(ca).build()?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

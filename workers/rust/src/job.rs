@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 /// the fields on what it returns:
 ///
 /// ```
-/// use sendjobs_worker::Job;
+/// use sendjobs_client::Job;
 /// let mut job = Job::new(7, 1, serde_json::json!({"to": "acme"}));
 /// job.attempts = 5;
 /// assert!(job.is_last_attempt());

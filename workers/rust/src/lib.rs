@@ -2,6 +2,9 @@
 //!
 //! # The API
 //!
+//! - [`enqueue`] and [`enqueue_many`]: jobs added on your connection or in your
+//!   transaction, described by [`NewJob`]; [`Producer`] names the extension's schema.
+//!   With the `sqlx` feature, the same on sqlx ([`mod@sqlx`]).
 //! - [`Config`]: the settings, built from [`Config::new`]; [`Shutdown`], what a stop
 //!   does with the running sends.
 //! - [`Worker`]: [`Worker::new`] for payloads as [`serde_json::Value`],
@@ -18,12 +21,16 @@
 mod config;
 mod counters;
 mod db;
+mod enqueue;
 mod error;
 mod job;
 mod worker;
 
 pub use config::{Config, Shutdown};
 pub use counters::{Counters, Snapshot};
+#[cfg(feature = "sqlx")]
+pub use enqueue::sqlx;
+pub use enqueue::{enqueue, enqueue_many, NewJob, Producer};
 pub use error::{ConfigError, Error, ProtocolError, Result, Setting};
 pub use job::{Job, Outcome};
 /// The TLS crate of [`Config::tls`]'s connector (OpenSSL on Linux), re-exported so that

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sendjobs_worker::{Config, Job, Outcome, Shutdown, SqlState, Worker};
+use sendjobs_client::{Config, Job, Outcome, Shutdown, SqlState, Worker};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, NoTls};
@@ -130,7 +130,7 @@ async fn kill_connection(db: &Client, name: &str) {
     assert_eq!(killed, 1, "connections named {name}");
 }
 
-type Running = (oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>);
+type Running = (oneshot::Sender<()>, JoinHandle<sendjobs_client::Result<()>>);
 
 /// A worker sending the database's jobs (each send takes 1 s), once it holds them all,
 /// and an idle one beside it, both claiming in a loop: the two workers the stop tests cut
@@ -167,7 +167,7 @@ async fn stop_all<const N: usize>(workers: [Running; N], within: Duration) {
 fn start<T, S, F>(
     worker: Worker<T>,
     send: S,
-) -> (oneshot::Sender<()>, JoinHandle<sendjobs_worker::Result<()>>)
+) -> (oneshot::Sender<()>, JoinHandle<sendjobs_client::Result<()>>)
 where
     T: serde::de::DeserializeOwned + Send + 'static,
     S: Fn(Job<T>) -> F + Send + Sync + 'static,
@@ -744,7 +744,7 @@ async fn a_stop_while_the_database_is_away_ends_the_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a server with TLS on: run through tests/workers/check.py"]
 async fn a_worker_connects_over_tls() {
-    use sendjobs_worker::native_tls::{Certificate, TlsConnector};
+    use sendjobs_client::native_tls::{Certificate, TlsConnector};
     let ca = std::env::var("SENDJOBS_WORKER_TEST_TLS_CA").expect("SENDJOBS_WORKER_TEST_TLS_CA");
     let tcp = std::env::var("SENDJOBS_WORKER_TEST_TLS_DSN").expect("SENDJOBS_WORKER_TEST_TLS_DSN");
     let (_, db) = database("worker_tls").await;
@@ -797,7 +797,7 @@ async fn a_worker_connects_over_tls() {
 async fn a_tls_worker_refuses_a_server_without_tls() {
     let tcp = std::env::var("SENDJOBS_WORKER_TEST_TLS_DSN").expect("SENDJOBS_WORKER_TEST_TLS_DSN");
     let (_, _db) = database("worker_no_tls").await;
-    let connector = sendjobs_worker::native_tls::TlsConnector::new().unwrap();
+    let connector = sendjobs_client::native_tls::TlsConnector::new().unwrap();
     let config = Config::new(format!("{tcp} dbname=worker_no_tls")).tls(connector);
     let run = Worker::new(config)
         .unwrap()
