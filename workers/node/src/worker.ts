@@ -1,22 +1,11 @@
-// A sendjobs worker in TypeScript on node-postgres (pg), nothing else.
-//
-// Claims jobs in batches, sends each to a partner over HTTP (fetch) under a timeout,
-// heartbeats every half lease while a send runs (and aborts the send if the job is lost),
-// finalizes each job as soon as its send ends, wakes on NOTIFY sendjobs_wakeup,
-// reconnects after a lost connection, and on SIGTERM or SIGINT stops claiming, lets the
-// running sends finish, finalizes them and exits, printing its counters as one JSON line.
+// The worker: claims jobs in batches, runs your handler on each under a timeout,
+// heartbeats every half lease while a handler runs (and aborts it if the job is lost),
+// finalizes each job as soon as its handler settles, wakes on NOTIFY sendjobs_wakeup,
+// reconnects after a lost connection, and on stop() (or SIGTERM or SIGINT) stops claiming,
+// lets the running handlers finish, finalizes them and resolves run() with its counters.
 // The next batch is claimed once the whole batch is finalized. If the database is away at
-// the signal, or stops answering, no call outlives a lease since the signal: a finalize
-// is then given up (its job comes back after its lease).
-//
-//   npm ci && npm run build
-//   DATABASE_URL=postgres://app_worker@/app?host=/var/run/postgresql \
-//   PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 node dist/worker.js
-//
-// Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
-// LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), CONNECT_TIMEOUT_SECONDS (10), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
-// mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
-// WORKER_NAME (the connection's application_name).
+// the stop, or stops answering, no call outlives a lease since the stop: a finalize is
+// then given up (its job comes back after its lease).
 //
 // What node-postgres needs told, and is told here:
 //  * every parameter goes as text, and Postgres reads a bare number as an interval of
@@ -33,17 +22,43 @@
 
 import { Client, ClientConfig } from "pg";
 
-type Outcome = { outcome: "sent" | "failed" | "retry"; error: string | null };
-type Job = {
+/** What a handler returns: sent, failed (for good) or retry, with the error. */
+export type Outcome = { outcome: "sent" | "failed" | "retry"; error: string | null };
+export const SENT: Outcome = { outcome: "sent", error: null };
+/** Refused for good: the job fails now. */
+export const failed = (error: string): Outcome => ({ outcome: "failed", error });
+/** Try again after the server's backoff (failed once its attempts are used up). */
+export const retry = (error: string): Outcome => ({ outcome: "retry", error });
+
+/** A claimed job. Ids and generations are strings: a bigint can exceed 2^53. */
+export type Job = {
   id: string;
   claim_generation: string;
   transaction_id: string | null;
   idempotency_key: string | null;
   payload: unknown;
 };
-type Send = (job: Job, signal: AbortSignal) => Promise<Outcome>;
+/** Runs one job; `signal` aborts when the job is lost or its time is up. One that throws is retried. */
+export type Handler = (job: Job, signal: AbortSignal) => Promise<Outcome>;
 
-const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+export type WorkerOptions = {
+  /** The one queue to claim from; null (the default): every queue, in turn. */
+  queue: string | null;
+  batch: number;
+  leaseSeconds: number;
+  sendTimeoutSeconds: number;
+  pollSeconds: number;
+  /** LISTEN for wake-ups (false behind a pooler in transaction mode). */
+  listen: boolean;
+  /** The extension's schema. */
+  schema: string;
+};
+
+const DEFAULTS: WorkerOptions = {
+  queue: null, batch: 10, leaseSeconds: 30, sendTimeoutSeconds: 60, pollSeconds: 5, listen: true, schema: "public",
+};
+
+export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // A lost connection (node-postgres's own "Connection terminated" errors carry no code;
@@ -70,21 +85,17 @@ export class Worker {
   // A set, not a promise of the signal: each call would leave it a callback until then.
   private atStop = new Set<() => void>();
   private wake: (() => void) | null = null;
+  private listener: Client | null = null; // the LISTEN connection, ended when run() ends
   private sql: Record<"claim" | "heartbeat" | "finalize" | "limits", string>;
+  private options: WorkerOptions;
 
+  /** `connection`: node-postgres's settings (a connectionString among them). */
   constructor(
     private connection: ClientConfig,
-    private send: Send,
-    private options: {
-      queue: string | null;
-      batch: number;
-      leaseSeconds: number;
-      sendTimeoutSeconds: number;
-      pollSeconds: number;
-      listen: boolean;
-      schema: string;
-    },
+    private send: Handler,
+    given: Partial<WorkerOptions> = {},
   ) {
+    const options = (this.options = { ...DEFAULTS, ...given });
     if (!(options.leaseSeconds > 0)) throw new RangeError("leaseSeconds must be a positive number of seconds");
     const s = ident(options.schema);
     const lease = "pg_catalog.make_interval(secs => $LEASE::float8)";
@@ -190,8 +201,12 @@ export class Worker {
   private async listenForWakeups() {
     while (!this.stopping) {
       try {
-        const listener = await this.connect();
+        const listener = (this.listener = await this.connect());
         const closed = new Promise((resolve) => listener.once("end", resolve));
+        if (this.stopping) {
+          await listener.end(); // stopped while it connected
+          break;
+        }
         listener.on("notification", (note) => {
           if (this.options.queue === null || note.payload === this.options.queue) {
             this.counters.wakeups++;
@@ -204,7 +219,7 @@ export class Worker {
       } catch (e: any) {
         console.error(`sendjobs-worker: wake-up connection: ${e.message}`);
       }
-      await sleep(1000);
+      if (!this.stopping) await sleep(1000);
     }
   }
 
@@ -293,15 +308,21 @@ export class Worker {
     return rows[0].wait === null ? pollSeconds : Math.min(pollSeconds, Math.max(0.005, rows[0].wait));
   }
 
-  async run() {
-    const stop = () => {
-      if (!this.stopping) this.stoppedAt = Date.now();
-      this.stopping = true;
-      this.wake?.();
-      for (const f of [...this.atStop]) f();
-    };
-    process.on("SIGTERM", stop);
-    process.on("SIGINT", stop);
+  /** No more claims: the running handlers finish and are finalized, then run() resolves. */
+  stop() {
+    if (!this.stopping) this.stoppedAt = Date.now();
+    this.stopping = true;
+    this.wake?.();
+    for (const f of [...this.atStop]) f();
+  }
+
+  /** Runs until stop() (or, with handleSignals, SIGTERM or SIGINT); resolves with the counters. */
+  async run({ handleSignals = true }: { handleSignals?: boolean } = {}) {
+    const stop = () => this.stop();
+    if (handleSignals) {
+      process.on("SIGTERM", stop);
+      process.on("SIGINT", stop);
+    }
     this.client = Promise.resolve(await this.connect()); // the first one fails fast (a wrong password)
     if (this.options.listen) void this.listenForWakeups();
     const { queue, batch, leaseSeconds, pollSeconds } = this.options;
@@ -329,71 +350,13 @@ export class Worker {
       }
     }
     this.wake = null;
+    if (handleSignals) {
+      process.off("SIGTERM", stop);
+      process.off("SIGINT", stop);
+    }
+    // Nothing left open: a program whose worker stopped exits by itself.
+    await this.listener?.end().catch(() => {});
     await this.client?.then((c) => c.end()).catch(() => {});
     return this.counters;
   }
-}
-
-// A send to a partner's HTTP endpoint: 2xx is sent, 4xx but 408 and 429 refused for
-// good (failed), anything else retried. The job id is the idempotency key unless the job has its own:
-// a job is sent again only under a new generation, after its lease expired.
-export function httpSend(partnerUrl: string, workerName: string): Send {
-  return async (job, signal) => {
-    try {
-      const response = await fetch(partnerUrl, {
-        method: "POST",
-        signal,
-        headers: {
-          "Content-Type": "application/json",
-          "X-Worker": workerName,
-          "Idempotency-Key": job.idempotency_key ?? `sendjobs-${job.id}`,
-        },
-        body: JSON.stringify({
-          job_id: job.id,
-          claim_generation: job.claim_generation,
-          transaction_id: job.transaction_id,
-          payload: job.payload,
-        }),
-      });
-      if (response.ok) return { outcome: "sent", error: null };
-      const error = `partner answered HTTP ${response.status}`;
-      // 4xx is refused for good, but for timeouts and throttling.
-      const refused = response.status >= 400 && response.status < 500 && ![408, 429].includes(response.status);
-      return { outcome: refused ? "failed" : "retry", error };
-    } catch (e: any) {
-      return { outcome: "retry", error: `partner unreachable: ${e.message}` };
-    }
-  };
-}
-
-async function main() {
-  const env = process.env;
-  const name = env.WORKER_NAME ?? "sendjobs-worker-node";
-  // node-postgres reads no connect_timeout from the URL: the timeout goes here, and TCP
-  // keepalives find a connection that stopped answering.
-  const connection = {
-    connectionString: env.DATABASE_URL,
-    application_name: name,
-    connectionTimeoutMillis: Number(env.CONNECT_TIMEOUT_SECONDS ?? "10") * 1000,
-    keepAlive: true,
-  };
-  const worker = new Worker(connection, httpSend(env.PARTNER_URL ?? "", name), {
-    queue: env.QUEUE || null,
-    batch: Number(env.BATCH ?? "10"),
-    leaseSeconds: Number(env.LEASE_SECONDS ?? "30"),
-    sendTimeoutSeconds: Number(env.SEND_TIMEOUT_SECONDS ?? "60"),
-    pollSeconds: Number(env.POLL_SECONDS ?? "5"),
-    listen: (env.LISTEN ?? "1") === "1",
-    schema: env.SCHEMA ?? "public",
-  });
-  const counters = await worker.run();
-  console.log(JSON.stringify(counters));
-  process.exit(0);
-}
-
-if (require.main === module) {
-  main().catch((e) => {
-    console.error(`sendjobs-worker: ${e.message} (SQLSTATE ${e.code ?? "none"})`);
-    process.exit(1);
-  });
 }

@@ -1,24 +1,12 @@
-"""A sendjobs worker in Python: psycopg 3 and asyncio, nothing else.
+"""The worker: claims jobs in batches, runs your async handler on each in a task of its own
+under a timeout, heartbeats every half lease until the job is finalized (and cancels the
+handler if the job is lost), finalizes each job as soon as its handler returns, wakes on
+NOTIFY sendjobs_wakeup, reconnects after a lost connection, and on stop() (or SIGTERM or
+SIGINT) stops claiming, lets the running handlers finish, finalizes them and returns its
+counters. If the database is away at the stop, or stops answering, no call outlives a
+lease since the stop: a finalize is then given up (its job comes back after its lease).
 
-Claims jobs in batches, sends each to a partner over HTTP in a task of its own under a
-timeout, heartbeats every half lease until the job is finalized (and stops the send if
-the job is lost), finalizes each job as soon as its send ends, wakes on NOTIFY
-sendjobs_wakeup, reconnects after a lost connection, and on SIGTERM or SIGINT stops
-claiming, lets the running sends finish, finalizes them and exits, printing its counters
-as one JSON line. The next batch is claimed once the whole batch is finalized. If the
-database is away at the signal, or stops answering, no call outlives a lease since the
-signal: a finalize is then given up (its job comes back after its lease).
-
-    DATABASE_URL="host=/var/run/postgresql dbname=app user=app_worker" \\
-    PARTNER_URL=http://127.0.0.1:8080/send QUEUE=acme LEASE_SECONDS=30 \\
-        python3 workers/python/sendjobs_worker.py
-
-Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (10),
-LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction
-mode, which does not keep a LISTEN), SCHEMA (public: the extension's schema),
-WORKER_NAME (the connection's application_name).
-
-What psycopg 3 needs told, and is told here:
+What psycopg 3 is told here, and why (docs/workers/psycopg.md):
   * the lease is a datetime.timedelta, which psycopg sends as an interval (a bare int
     would go as a smallint, and sendjobs_claim(smallint, smallint, unknown) does not exist);
   * prepare_threshold=None: no named prepared statements, which PgBouncer 1.18 in
@@ -29,29 +17,66 @@ What psycopg 3 needs told, and is told here:
     connection): the lease goes with every call.
 """
 
+from __future__ import annotations
+
 import asyncio
 import datetime
-import json
 import logging
-import os
 import signal
-import sys
-import urllib.error
-import urllib.request
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, NamedTuple, Optional
 
 import psycopg
 from psycopg import sql
 
-log = logging.getLogger("sendjobs_worker")
+log = logging.getLogger("sendjobs")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A claimed job, as the handler gets it."""
+
+    id: int
+    generation: int  # the claim's fencing token (claim_generation)
+    transaction_id: Optional[str]
+    idempotency_key: Optional[str]
+    payload: Any  # the job's jsonb, decoded
+
+
+class Outcome(NamedTuple):
+    """What a handler returns: sent, failed (for good) or retry, with the error."""
+
+    kind: str
+    error: Optional[str] = None
+
+
+SENT = Outcome("sent")
+
+
+def failed(error: str) -> Outcome:
+    """Refused for good: the job fails now."""
+    return Outcome("failed", error)
+
+
+def retry(error: str) -> Outcome:
+    """Try again after the server's backoff (failed once its attempts are used up)."""
+    return Outcome("retry", error)
+
+
+Handler = Callable[[Job], Awaitable["Outcome | tuple[str, Optional[str]]"]]
 
 
 class Worker:
-    def __init__(self, dsn, send, *, queue=None, batch=10, lease=datetime.timedelta(seconds=30),
-                 send_timeout=60.0, poll=5.0, listen=True, schema="public", name="sendjobs-worker-py",
-                 connect_timeout=10):
+    """A worker of one queue (or of every queue, in turn, with queue=None). `handler` is an
+    async function of a Job that returns an Outcome; one that raises is retried."""
+
+    def __init__(self, dsn: str, handler: Handler, *, queue: Optional[str] = None, batch: int = 10,
+                 lease: datetime.timedelta = datetime.timedelta(seconds=30), send_timeout: float = 60.0,
+                 poll: float = 5.0, listen: bool = True, schema: str = "public",
+                 name: str = "sendjobs-worker-py", connect_timeout: int = 10):
         if not isinstance(lease, datetime.timedelta):
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
-        self.dsn, self.send, self.queue, self.batch = dsn, send, queue, batch
+        self.dsn, self.send, self.queue, self.batch = dsn, handler, queue, batch
         self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
         self.claimed_empty = False  # the last claim, made again at once, took nothing
         self.send_timeout, self.connect_timeout = send_timeout, connect_timeout
@@ -191,9 +216,9 @@ class Worker:
                 outcome = ("retry", f"send timed out after {self.send_timeout:g} s")
                 break
             try:
-                [(answer,)] = await self.call(self.sql_heartbeat, (job["id"], job["generation"], self.lease))
+                [(answer,)] = await self.call(self.sql_heartbeat, (job.id, job.generation, self.lease))
             except psycopg.Error as e:  # not a lost connection: try again at the next beat
-                log.warning("heartbeat of job %s failed: %s", job["id"], e)
+                log.warning("heartbeat of job %s failed: %s", job.id, e)
                 self.counters["errors"] += 1
                 continue
             if answer == "stale":  # the lease expired and another worker holds it, or cancelled
@@ -203,11 +228,11 @@ class Worker:
             self.counters["heartbeats"] += 1
         kind, error = outcome
         try:
-            [(answer, status)] = await self.call(self.sql_finalize, (job["id"], job["generation"], kind, error))
+            [(answer, status)] = await self.call(self.sql_finalize, (job.id, job.generation, kind, error))
         except psycopg.Error as e:
             # The guard refusing the stamp (23514 in error mode), a conflict: the job stays
             # in flight and comes back after its lease (it gives up after its attempts).
-            log.warning("finalize of job %s failed: %s", job["id"], e)
+            log.warning("finalize of job %s failed: %s", job.id, e)
             self.counters["errors"] += 1
             return
         # Applied (a repeat of a call whose answer was lost too): what the job became.
@@ -216,15 +241,20 @@ class Worker:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def stop(self):
+    def stop(self) -> None:
+        """No more claims: the running handlers finish and are finalized, then run() returns."""
         if not self.stopping.is_set():
             self.stopped_at = asyncio.get_running_loop().time()
             self.stopping.set()
 
-    async def run(self):
+    async def run(self, handle_signals: bool = True) -> dict[str, int]:
+        """Runs until stop() (or, with handle_signals, SIGTERM or SIGINT); returns the
+        counters: claimed, sent, failed, retried, stale, heartbeats, wakeups, limited,
+        reconnects, errors."""
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop)
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
         self.conn = await self.connect()  # the first connection fails fast (a wrong password)
         listener = asyncio.create_task(self.listen_for_wakeups()) if self.listen else None
         while not self.stopping.is_set():
@@ -239,8 +269,7 @@ class Worker:
                 log.warning("claim failed (%s); again in %g s", e, self.poll)
                 self.counters["errors"] += 1
                 rows = []
-            jobs = [dict(zip(("id", "generation", "transaction_id", "idempotency_key", "payload"), r))
-                    for r in rows]
+            jobs = [Job(*row) for row in rows]
             self.counters["claimed"] += len(jobs)
             if jobs:
                 self.claimed_empty = False
@@ -257,7 +286,6 @@ class Worker:
         if self.conn is not None:
             await self.conn.close()
         return self.counters
-
 
     async def idle_wait(self, got):
         """How long to wait after a claim of `got` jobs, short of the batch (a wake-up ends
@@ -302,48 +330,3 @@ def is_permanent(e):
     again. Not 42804: a claim parsed before ALTER EXTENSION ... UPDATE fails with it once."""
     state = e.sqlstate or ""
     return state[:2] in ("22", "28", "42") and state != "42804"
-
-
-def http_send(partner_url, worker_name):
-    """A send to a partner's HTTP endpoint: 2xx is sent, 4xx but 408 and 429 refused for
-    good (failed), anything else retried. The job id is the idempotency key unless the job has its own:
-    a job is sent again only under a new generation, after its lease expired."""
-    def post(job):
-        body = json.dumps({"job_id": job["id"], "claim_generation": job["generation"],
-                           "transaction_id": job["transaction_id"], "payload": job["payload"]}).encode()
-        request = urllib.request.Request(partner_url, data=body, method="POST", headers={
-            "Content-Type": "application/json", "X-Worker": worker_name,
-            "Idempotency-Key": job["idempotency_key"] or f"sendjobs-{job['id']}"})
-        try:
-            with urllib.request.urlopen(request, timeout=60):
-                return ("sent", None)
-        except urllib.error.HTTPError as e:  # 4xx refused for good, but for timeouts and throttling
-            refused = 400 <= e.code < 500 and e.code not in (408, 429)
-            return ("failed" if refused else "retry", f"partner answered HTTP {e.code}")
-        except OSError as e:
-            return ("retry", f"partner unreachable: {e}")
-
-    async def send(job):
-        # urllib blocks: it runs in a thread. A cancelled send (its job was lost) stops
-        # waiting for it; the thread ends with its request.
-        return await asyncio.to_thread(post, job)
-    return send
-
-
-def main():
-    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
-    env = os.environ.get
-    name = env("WORKER_NAME", "sendjobs-worker-py")
-    worker = Worker(env("DATABASE_URL", ""), http_send(env("PARTNER_URL"), name),
-                    queue=env("QUEUE") or None, batch=int(env("BATCH", "10")),
-                    lease=datetime.timedelta(seconds=float(env("LEASE_SECONDS", "30"))),
-                    send_timeout=float(env("SEND_TIMEOUT_SECONDS", "60")),
-                    poll=float(env("POLL_SECONDS", "5")), listen=env("LISTEN", "1") == "1",
-                    schema=env("SCHEMA", "public"), name=name,
-                    connect_timeout=int(env("CONNECT_TIMEOUT_SECONDS", "10")))
-    counters = asyncio.run(worker.run())
-    print(json.dumps(counters), flush=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
