@@ -501,7 +501,7 @@ def python_package(venv):
     python = os.path.join(venv, "bin", "python")
     payments = "CREATE TABLE payments (id text PRIMARY KEY, amount int NOT NULL)"
 
-    db, url = fresh_database("workers_python_client")
+    db, url = fresh_database("workers_python_client", "track_functions = 'all'")
     db.execute(payments)
     subprocess.run([python, os.path.join(ROOT, "tests", "workers", "python_client.py")],
                    env={**os.environ, "DATABASE_URL": url}, check=True)
@@ -549,7 +549,7 @@ def node_package(project):
     WORKERS["node"] = [os.path.join(project, "node_modules", ".bin", "sendjobs-worker")]
     payments = "CREATE TABLE payments (id text PRIMARY KEY, amount int NOT NULL)"
 
-    db, url = fresh_database("workers_node_client")
+    db, url = fresh_database("workers_node_client", "track_functions = 'all'")
     db.execute(payments)
     shutil.copy(os.path.join(ROOT, "tests", "workers", "node_client.mjs"), project)
     subprocess.run(["node", "node_client.mjs"], cwd=project, env={**os.environ, "DATABASE_URL": url}, check=True)

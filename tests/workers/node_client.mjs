@@ -7,11 +7,15 @@
 // that commits is there with it (a Client, and a PoolClient); an array payload stays a
 // JSON array; many jobs keep their order and values, due times (a time, a delay on the
 // database's clock); bad input adds none, with its SQLSTATE; the schema is named when asked.
+// And the worker finalizes results that end together in one call: 200 jobs of a handler
+// that returns at once, batch 100, a window of a second (long, so that no machine is too
+// slow for it) take at most 10 calls of sendjobs_finalize_batch (check.py sets
+// track_functions), not 200.
 
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import pg from "pg";
-import { enqueue, enqueueMany } from "sendjobs";
+import { enqueue, enqueueMany, SENT, Worker } from "sendjobs";
 
 const url = process.env.DATABASE_URL;
 let checks = 0;
@@ -76,6 +80,21 @@ check((await jobs()).length === before, "a bad job adds none");
 await db.query('CREATE SCHEMA "job queue"');
 await assert.rejects(enqueue(pool, { payload: {} }, { schema: "job queue" }), (e) => e.code === "42883");
 check(true, "the schema is the one named");
+
+await enqueueMany(pool, Array.from({ length: 200 }, (_, n) => ({ payload: { n }, queue: "batched" })));
+const worker = new Worker({ connectionString: url }, async () => SENT,
+                          { queue: "batched", batch: 100, pollSeconds: 0.2, listen: false, finishWindowMs: 1000 });
+const running = worker.run({ handleSignals: false });
+while (worker.counters.sent < 200) await new Promise((resolve) => setTimeout(resolve, 50));
+worker.stop();
+const counters = await running;
+let calls = null;
+for (let i = 0; i < 100 && !calls; i++) { // the worker's backends report their calls as they exit
+  calls = Number((await db.query(`SELECT sum(calls) AS calls FROM pg_stat_user_functions
+                                   WHERE funcname = 'sendjobs_finalize_batch'`)).rows[0].calls) || null;
+  if (!calls) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+check(counters.sent === 200 && calls !== null && calls <= 10, `200 results finalized in ${calls} calls`);
 await pool.end();
 await db.end();
-console.log(`   node client: ${checks} checks of the installed package's producer passed`);
+console.log(`   node client: ${checks} checks of the installed package's producer and worker passed`);

@@ -7,12 +7,16 @@ A job enqueued in a transaction that rolls back is gone with the business row; o
 commits is there with it (psycopg's Connection, Cursor and AsyncConnection); many jobs
 keep their order, values per job or for all, due times (a time, a delay on the database's
 clock); bad input adds none, with its SQLSTATE; a naive time is refused before the call;
-the schema is named when asked.
+the schema is named when asked. And the worker finalizes results that end together in one
+call: 200 jobs of a handler that returns at once, batch 100, a window of a second (long,
+so that no machine is too slow for it) take at most 10 calls of sendjobs_finalize_batch
+(the database tracks function calls: check.py sets track_functions), not 200.
 """
 
 import asyncio
 import datetime
 import os
+import time
 
 import psycopg
 import sendjobs
@@ -107,4 +111,33 @@ with psycopg.connect(DSN, autocommit=True) as db:
     check(len(jobs(db, "queue = 'zeta'")) == 3 and one < many[0] < many[1],
           "async: the committed transaction's three jobs, not the rolled-back one's")
 
-print(f"   python client: {checks} checks of the installed package's producer passed", flush=True)
+
+
+async def batched_finalizes():
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        await sendjobs.enqueue_many_async(conn, [{"n": i} for i in range(200)], queue="batched")
+
+    async def at_once(job):
+        return sendjobs.SENT
+
+    worker = sendjobs.Worker(DSN, at_once, queue="batched", batch=100, poll=0.2, listen=False, finish_window=1.0)
+    run = asyncio.create_task(worker.run(handle_signals=False))
+    while worker.counters["sent"] < 200:
+        await asyncio.sleep(0.05)
+    worker.stop()
+    return await run
+
+
+counters = asyncio.run(batched_finalizes())
+with psycopg.connect(DSN, autocommit=True) as db:
+    calls = None
+    for _ in range(100):  # the worker's backends report their calls as they exit
+        calls = db.execute("SELECT sum(calls) FROM pg_stat_user_functions "
+                           "WHERE funcname = 'sendjobs_finalize_batch'").fetchone()[0]
+        if calls:
+            break
+        time.sleep(0.1)
+    check(counters["sent"] == 200 and calls is not None and calls <= 10,
+          f"200 results finalized in {calls} calls ({counters})")
+
+print(f"   python client: {checks} checks of the installed package's producer and worker passed", flush=True)

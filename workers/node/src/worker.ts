@@ -1,6 +1,7 @@
 // The worker: claims jobs in batches, runs your handler on each under a timeout,
 // heartbeats every half lease while a handler runs (and aborts it if the job is lost),
-// finalizes each job as soon as its handler settles, wakes on NOTIFY sendjobs_wakeup,
+// finalizes each job as soon as its handler settles (results that end within a few
+// milliseconds of each other in one call), wakes on NOTIFY sendjobs_wakeup,
 // reconnects after a lost connection, and on stop() (or SIGTERM or SIGINT) stops claiming,
 // lets the running handlers finish, finalizes them and resolves run() with its counters.
 // The next batch is claimed once the whole batch is finalized. If the database is away at
@@ -52,11 +53,17 @@ export type WorkerOptions = {
   listen: boolean;
   /** The extension's schema. */
   schema: string;
+  /** Results that end within this of the first waiting one are finalized in one call (at most
+   * a batch, and never longer than a tenth of the lease). */
+  finishWindowMs: number;
 };
 
 const DEFAULTS: WorkerOptions = {
   queue: null, batch: 10, leaseSeconds: 30, sendTimeoutSeconds: 60, pollSeconds: 5, listen: true, schema: "public",
+  finishWindowMs: 5,
 };
+
+type Finishing = { job: Job; outcome: string; error: string | null; done: () => void };
 
 export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -86,6 +93,9 @@ export class Worker {
   private atStop = new Set<() => void>();
   private wake: (() => void) | null = null;
   private listener: Client | null = null; // the LISTEN connection, ended when run() ends
+  private finishing: Finishing[] = []; // results waiting for the completer
+  private completer: Promise<void> | null = null;
+  private finishingFull: (() => void) | null = null; // ends the completer's window early
   private sql: Record<"claim" | "heartbeat" | "finalize" | "limits", string>;
   private options: WorkerOptions;
 
@@ -106,10 +116,11 @@ export class Worker {
       // After a short claim of its queue: limited (and until when) or empty.
       limits: `SELECT limited, extract(epoch FROM retry_after)::float8 AS wait
                  FROM ${s}.sendjobs_queue_limits($1::text)`,
-      // A batch of one, for its answer's status: a retry on the last attempt is applied
-      // and fails the job, and counts as failed (docs/reference.md).
+      // Results of one outcome (and error) together, answered in their order, each with its
+      // job's status: a retry on the last attempt is applied and fails the job, and counts
+      // as failed (docs/reference.md).
       finalize: `SELECT result AS answer, status
-                   FROM ${s}.sendjobs_finalize_batch(ARRAY[$1::int8], ARRAY[$2::int8], $3::text, $4::text)`,
+                   FROM ${s}.sendjobs_finalize_batch($1::int8[], $2::int8[], $3::text, $4::text)`,
     };
   }
 
@@ -261,19 +272,73 @@ export class Worker {
     const { outcome, error } = timedOut
       ? { outcome: "retry", error: `send timed out after ${this.options.sendTimeoutSeconds} s` }
       : result;
+    await this.finalize(job, outcome, error);
+  }
+
+  // Hands a result to the completer and waits until it is finalized (or given up).
+  private finalize(job: Job, outcome: string, error: string | null): Promise<void> {
+    return new Promise((done) => {
+      this.finishing.push({ job, outcome, error, done });
+      if (this.finishing.length >= this.options.batch) this.finishingFull?.();
+      this.completer ??= this.complete();
+    });
+  }
+
+  // Finalizes what is waiting once the window since the first result has passed or a batch
+  // is full, one call per outcome; again while results came in meanwhile.
+  private async complete() {
+    const window = Math.min(this.options.finishWindowMs, (this.options.leaseSeconds * 1000) / 10);
+    while (this.finishing.length > 0) {
+      if (this.finishing.length < this.options.batch) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          this.finishingFull = resolve;
+          timer = setTimeout(resolve, window);
+        });
+        clearTimeout(timer);
+        this.finishingFull = null;
+      }
+      const waiting = this.finishing.splice(0, this.options.batch);
+      const groups = new Map<string, Finishing[]>();
+      for (const item of waiting) {
+        const key = JSON.stringify([item.outcome, item.error]);
+        groups.set(key, [...(groups.get(key) ?? []), item]);
+      }
+      for (const items of groups.values()) await this.finalizeTogether(items);
+    }
+    // In the same turn as the check above: a result that comes after starts another.
+    this.completer = null;
+  }
+
+  private async finalizeTogether(items: Finishing[]): Promise<void> {
+    const { outcome, error } = items[0];
+    let rows: any[];
     try {
-      const [{ answer, status }] = await this.call(this.sql.finalize, [job.id, job.claim_generation, outcome, error]);
+      rows = await this.call(this.sql.finalize, [items.map((i) => i.job.id), items.map((i) => i.job.claim_generation),
+                                                 outcome, error]);
+    } catch (e: any) {
+      if (items.length > 1) {
+        // One job's refusal must not hold the others: one by one.
+        console.error(`sendjobs-worker: finalize of ${items.length} jobs failed, one by one now: ${e.message}`);
+        for (const item of items) await this.finalizeTogether([item]);
+        return;
+      }
+      // The guard refusing the stamp (23514 in error mode), a conflict: the job stays in
+      // flight and comes back after its lease (it gives up after its attempts).
+      console.error(`sendjobs-worker: finalize of job ${items[0].job.id} failed: ${e.message}`);
+      this.counters.errors++;
+      items[0].done();
+      return;
+    }
+    items.forEach((item, i) => {
       // Applied (a repeat of a call whose answer was lost too): what the job became.
+      const { answer, status } = rows[i];
       if (answer !== "applied") this.counters.stale++;
       else if (status === "sent") this.counters.sent++;
       else if (status === "failed") this.counters.failed++;
       else this.counters.retried++;
-    } catch (e: any) {
-      // The guard refusing the stamp (23514 in error mode), a conflict: the job stays in
-      // flight and comes back after its lease (it gives up after its attempts).
-      console.error(`sendjobs-worker: finalize of job ${job.id} failed: ${e.message}`);
-      this.counters.errors++;
-    }
+      item.done();
+    });
   }
 
   // How long to wait after a claim of `got` jobs, short of the batch (a wake-up ends it

@@ -1,6 +1,7 @@
 """The worker: claims jobs in batches, runs your async handler on each in a task of its own
 under a timeout, heartbeats every half lease until the job is finalized (and cancels the
-handler if the job is lost), finalizes each job as soon as its handler returns, wakes on
+handler if the job is lost), finalizes each job as soon as its handler returns (results
+that end within a few milliseconds of each other in one call), wakes on
 NOTIFY sendjobs_wakeup, reconnects after a lost connection, and on stop() (or SIGTERM or
 SIGINT) stops claiming, lets the running handlers finish, finalizes them and returns its
 counters. If the database is away at the stop, or stops answering, no call outlives a
@@ -73,13 +74,20 @@ class Worker:
     def __init__(self, dsn: str, handler: Handler, *, queue: Optional[str] = None, batch: int = 10,
                  lease: datetime.timedelta = datetime.timedelta(seconds=30), send_timeout: float = 60.0,
                  poll: float = 5.0, listen: bool = True, schema: str = "public",
-                 name: str = "sendjobs-worker-py", connect_timeout: int = 10):
+                 name: str = "sendjobs-worker-py", connect_timeout: int = 10,
+                 finish_window: float = 0.005):
         if not isinstance(lease, datetime.timedelta):
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
         self.dsn, self.send, self.queue, self.batch = dsn, handler, queue, batch
         self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
         self.claimed_empty = False  # the last claim, made again at once, took nothing
         self.send_timeout, self.connect_timeout = send_timeout, connect_timeout
+        # Results that end within this of the first waiting one are finalized in one call
+        # (at most a batch, and never longer than a tenth of the lease).
+        self.finish_window = min(finish_window, lease.total_seconds() / 10)
+        self.finishing: list[tuple[Job, str, Optional[str], asyncio.Future[None]]] = []
+        self.finishing_full = asyncio.Event()
+        self.completer: Optional[asyncio.Task[None]] = None
         fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
                                  "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
@@ -87,9 +95,10 @@ class Worker:
         # After a short claim of its queue: limited (and until when) or empty.
         self.sql_limits = sql.SQL("SELECT limited, extract(epoch FROM retry_after) FROM {}(%s)"
                                   ).format(fn("sendjobs_queue_limits"))
-        # A batch of one, for its answer's status: a retry on the last attempt is applied
-        # and fails the job, and counts as failed (docs/reference.md).
-        self.sql_finalize = sql.SQL("SELECT result, status FROM {}(ARRAY[%s]::int8[], ARRAY[%s]::int8[], %s, %s)"
+        # Results of one outcome (and error) together, answered in their order, each with
+        # its job's status: a retry on the last attempt is applied and fails the job, and
+        # counts as failed (docs/reference.md).
+        self.sql_finalize = sql.SQL("SELECT result, status FROM {}(%s::int8[], %s::int8[], %s, %s)"
                                     ).format(fn("sendjobs_finalize_batch"))
         self.conn = None
         self.connecting = asyncio.Lock()
@@ -227,17 +236,60 @@ class Worker:
                 return
             self.counters["heartbeats"] += 1
         kind, error = outcome
+        await self.finalize(job, kind, error)
+
+    # -- finishing: results that end close together go in one call ---------------------
+
+    async def finalize(self, job: Job, kind: str, error: Optional[str]) -> None:
+        """Hands a result to the completer and waits until it is finalized (or given up)."""
+        done = asyncio.get_running_loop().create_future()
+        self.finishing.append((job, kind, error, done))
+        if len(self.finishing) >= self.batch:
+            self.finishing_full.set()
+        if self.completer is None or self.completer.done():
+            self.completer = asyncio.create_task(self.complete())
+        await done
+
+    async def complete(self) -> None:
+        """Finalizes what is waiting, once the window since the first result has passed or a
+        batch is full, one call per outcome; again while results came in meanwhile."""
+        while self.finishing:
+            try:
+                await asyncio.wait_for(self.finishing_full.wait(), self.finish_window)
+            except asyncio.TimeoutError:
+                pass
+            self.finishing_full.clear()
+            waiting, self.finishing = self.finishing[:self.batch], self.finishing[self.batch:]
+            if len(self.finishing) >= self.batch:
+                self.finishing_full.set()
+            groups: dict[tuple[str, Optional[str]], list[Any]] = {}
+            for item in waiting:
+                groups.setdefault((item[1], item[2]), []).append(item)
+            for (kind, error), items in groups.items():
+                await self.finalize_together(kind, error, items)
+
+    async def finalize_together(self, kind: str, error: Optional[str], items: list[Any]) -> None:
         try:
-            [(answer, status)] = await self.call(self.sql_finalize, (job.id, job.generation, kind, error))
+            rows = await self.call(self.sql_finalize, ([job.id for job, *_ in items],
+                                                      [job.generation for job, *_ in items], kind, error))
         except psycopg.Error as e:
+            if len(items) > 1:  # one job's refusal must not hold the others: one by one
+                log.warning("finalize of %d jobs failed, one by one now: %s", len(items), e)
+                for item in items:
+                    await self.finalize_together(kind, error, [item])
+                return
             # The guard refusing the stamp (23514 in error mode), a conflict: the job stays
             # in flight and comes back after its lease (it gives up after its attempts).
-            log.warning("finalize of job %s failed: %s", job.id, e)
+            log.warning("finalize of job %s failed: %s", items[0][0].id, e)
             self.counters["errors"] += 1
+            items[0][3].set_result(None)
             return
-        # Applied (a repeat of a call whose answer was lost too): what the job became.
-        key = {"sent": "sent", "failed": "failed", "pending": "retried"}[status] if answer == "applied" else "stale"
-        self.counters[key] += 1
+        for (job, _, _, done), (answer, status) in zip(items, rows):
+            # Applied (a repeat of a call whose answer was lost too): what the job became.
+            key = {"sent": "sent", "failed": "failed", "pending": "retried"}[status] if answer == "applied" \
+                else "stale"
+            self.counters[key] += 1
+            done.set_result(None)
 
     # -- the loop ---------------------------------------------------------------------
 
