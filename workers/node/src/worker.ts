@@ -96,6 +96,7 @@ export class Worker {
   private finishing: Finishing[] = []; // results waiting for the completer
   private completer: Promise<void> | null = null;
   private finishingFull: (() => void) | null = null; // ends the completer's window early
+  private running = 0; // jobs claimed whose result is not known yet
   private sql: Record<"claim" | "heartbeat" | "finalize" | "limits", string>;
   private options: WorkerOptions;
 
@@ -264,6 +265,7 @@ export class Worker {
         clearTimeout(deadline);
         abort.abort();
         this.counters.stale++;
+        if (--this.running === 0) this.finishingFull?.();
         return;
       }
       this.counters.heartbeats++;
@@ -272,6 +274,7 @@ export class Worker {
     const { outcome, error } = timedOut
       ? { outcome: "retry", error: `send timed out after ${this.options.sendTimeoutSeconds} s` }
       : result;
+    this.running--;
     await this.finalize(job, outcome, error);
   }
 
@@ -279,17 +282,18 @@ export class Worker {
   private finalize(job: Job, outcome: string, error: string | null): Promise<void> {
     return new Promise((done) => {
       this.finishing.push({ job, outcome, error, done });
-      if (this.finishing.length >= this.options.batch) this.finishingFull?.();
+      if (this.finishing.length >= this.options.batch || this.running === 0) this.finishingFull?.();
       this.completer ??= this.complete();
     });
   }
 
-  // Finalizes what is waiting once the window since the first result has passed or a batch
-  // is full, one call per outcome; again while results came in meanwhile.
+  // Finalizes what is waiting, one call per outcome, once the window since the first result
+  // has passed, a batch waits or no handler runs (no result can come sooner than the next
+  // claim, which waits for these); again while results came in meanwhile.
   private async complete() {
     const window = Math.min(this.options.finishWindowMs, (this.options.leaseSeconds * 1000) / 10);
     while (this.finishing.length > 0) {
-      if (this.finishing.length < this.options.batch) {
+      if (this.finishing.length < this.options.batch && this.running > 0) {
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           this.finishingFull = resolve;
@@ -404,6 +408,7 @@ export class Worker {
         this.counters.errors++;
       }
       this.counters.claimed += jobs.length;
+      this.running += jobs.length;
       if (jobs.length > 0) this.claimedEmpty = false;
       // A signal now stops the claims, not these sends: they finish, and are finalized.
       await Promise.all(jobs.map((job) => this.runOne(job)));

@@ -86,7 +86,8 @@ class Worker:
         # (at most a batch, and never longer than a tenth of the lease).
         self.finish_window = min(finish_window, lease.total_seconds() / 10)
         self.finishing: list[tuple[Job, str, Optional[str], asyncio.Future[None]]] = []
-        self.finishing_full = asyncio.Event()
+        self.finishing_full = asyncio.Event()  # a batch waits, or no handler runs: no need to wait
+        self.running = 0  # jobs claimed whose result is not known yet
         self.completer: Optional[asyncio.Task[None]] = None
         fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
         self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
@@ -233,9 +234,13 @@ class Worker:
             if answer == "stale":  # the lease expired and another worker holds it, or cancelled
                 send.cancel()
                 self.counters["stale"] += 1
+                self.running -= 1
+                if self.running == 0 and self.finishing:
+                    self.finishing_full.set()
                 return
             self.counters["heartbeats"] += 1
         kind, error = outcome
+        self.running -= 1
         await self.finalize(job, kind, error)
 
     # -- finishing: results that end close together go in one call ---------------------
@@ -244,20 +249,22 @@ class Worker:
         """Hands a result to the completer and waits until it is finalized (or given up)."""
         done = asyncio.get_running_loop().create_future()
         self.finishing.append((job, kind, error, done))
-        if len(self.finishing) >= self.batch:
+        if len(self.finishing) >= self.batch or self.running == 0:
             self.finishing_full.set()
         if self.completer is None or self.completer.done():
             self.completer = asyncio.create_task(self.complete())
         await done
 
     async def complete(self) -> None:
-        """Finalizes what is waiting, once the window since the first result has passed or a
-        batch is full, one call per outcome; again while results came in meanwhile."""
+        """Finalizes what is waiting, one call per outcome, once the window since the first
+        result has passed, a batch waits or no handler runs (no result can come sooner than
+        the next claim, which waits for these); again while results came in meanwhile."""
         while self.finishing:
-            try:
-                await asyncio.wait_for(self.finishing_full.wait(), self.finish_window)
-            except asyncio.TimeoutError:
-                pass
+            if len(self.finishing) < self.batch and self.running > 0:
+                try:
+                    await asyncio.wait_for(self.finishing_full.wait(), self.finish_window)
+                except asyncio.TimeoutError:
+                    pass
             self.finishing_full.clear()
             waiting, self.finishing = self.finishing[:self.batch], self.finishing[self.batch:]
             if len(self.finishing) >= self.batch:
@@ -323,6 +330,7 @@ class Worker:
                 rows = []
             jobs = [Job(*row) for row in rows]
             self.counters["claimed"] += len(jobs)
+            self.running += len(jobs)
             if jobs:
                 self.claimed_empty = False
             # A signal now stops the claims, not these sends: they finish, and are finalized.
