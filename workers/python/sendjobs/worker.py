@@ -206,54 +206,68 @@ class Worker:
 
     # -- one job ----------------------------------------------------------------------
 
-    async def run_one(self, job):
-        """One job: its send under a timeout and heartbeats, then at once its finalize (a
-        result that waited for the rest of the batch could outlive its lease)."""
-        send = asyncio.create_task(self.send(job))
+    async def run_batch(self, jobs: list[Job]) -> None:
+        """The jobs of one claim: each handler in a task of its own under the send timeout,
+        every half lease a heartbeat of each one still running (a stale answer cancels it
+        and drops its job), and each result handed to the completer as it comes (a result
+        that waited for the rest of the batch could outlive its lease)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.send_timeout
+        started = loop.time()
+        deadline = started + self.send_timeout
         half_lease = self.lease.total_seconds() / 2
-        while True:
-            await asyncio.wait({send}, timeout=max(0.0, min(half_lease, deadline - loop.time())))
-            if send.done():
+        next_beat = started + half_lease
+        sends = {asyncio.ensure_future(self.send(job)): job for job in jobs}
+        pending = set(sends)
+        finalized = []
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=max(0.0, min(next_beat, deadline) - loop.time()),
+                                               return_when=asyncio.FIRST_COMPLETED)
+            for send in done:
                 try:
-                    outcome = send.result()
+                    kind, error = send.result()
                 except Exception as e:  # a send that raises is retried
-                    outcome = ("retry", f"send raised {e!r}")
-                break
-            if loop.time() >= deadline:
-                send.cancel()
-                outcome = ("retry", f"send timed out after {self.send_timeout:g} s")
-                break
-            try:
-                [(answer,)] = await self.call(self.sql_heartbeat, (job.id, job.generation, self.lease))
-            except psycopg.Error as e:  # not a lost connection: try again at the next beat
-                log.warning("heartbeat of job %s failed: %s", job.id, e)
-                self.counters["errors"] += 1
+                    kind, error = "retry", f"send raised {e!r}"
+                finalized.append(self.hand_over(sends[send], kind, error))
+            if not pending or loop.time() < min(next_beat, deadline):
                 continue
-            if answer == "stale":  # the lease expired and another worker holds it, or cancelled
-                send.cancel()
-                self.counters["stale"] += 1
-                self.running -= 1
-                if self.running == 0 and self.finishing:
-                    self.finishing_full.set()
-                return
-            self.counters["heartbeats"] += 1
-        kind, error = outcome
-        self.running -= 1
-        await self.finalize(job, kind, error)
+            if loop.time() >= deadline:
+                for send in pending:
+                    send.cancel()
+                    finalized.append(self.hand_over(sends[send], "retry",
+                                                    f"send timed out after {self.send_timeout:g} s"))
+                break
+            next_beat += half_lease
+            for send in list(pending):
+                job = sends[send]
+                try:
+                    [(answer,)] = await self.call(self.sql_heartbeat, (job.id, job.generation, self.lease))
+                except psycopg.Error as e:  # not a lost connection: try again at the next beat
+                    log.warning("heartbeat of job %s failed: %s", job.id, e)
+                    self.counters["errors"] += 1
+                    continue
+                if answer == "stale" and not send.done():  # lease expired, another worker holds it; or cancelled
+                    send.cancel()
+                    pending.discard(send)
+                    self.counters["stale"] += 1
+                    self.running -= 1
+                    if self.running == 0 and self.finishing:
+                        self.finishing_full.set()
+                elif answer != "stale":
+                    self.counters["heartbeats"] += 1
+        await asyncio.gather(*finalized)
 
     # -- finishing: results that end close together go in one call ---------------------
 
-    async def finalize(self, job: Job, kind: str, error: Optional[str]) -> None:
-        """Hands a result to the completer and waits until it is finalized (or given up)."""
+    def hand_over(self, job: Job, kind: str, error: Optional[str]) -> asyncio.Future[None]:
+        """Hands a result to the completer: done once it is finalized (or given up)."""
         done = asyncio.get_running_loop().create_future()
+        self.running -= 1
         self.finishing.append((job, kind, error, done))
         if len(self.finishing) >= self.batch or self.running == 0:
             self.finishing_full.set()
         if self.completer is None or self.completer.done():
             self.completer = asyncio.create_task(self.complete())
-        await done
+        return done
 
     async def complete(self) -> None:
         """Finalizes what is waiting, one call per outcome, once the window since the first
@@ -334,7 +348,7 @@ class Worker:
             if jobs:
                 self.claimed_empty = False
             # A signal now stops the claims, not these sends: they finish, and are finalized.
-            await asyncio.gather(*(self.run_one(job) for job in jobs))
+            await self.run_batch(jobs)
             if len(jobs) < self.batch:
                 waits = [asyncio.create_task(e.wait()) for e in (self.wakeup, self.stopping)]
                 await asyncio.wait(waits, timeout=await self.idle_wait(len(jobs)),
