@@ -346,9 +346,9 @@ def write_script(folder, name, text):
 
 
 def git_dirty():
-    """The paths under src/, sql/ and the build files that differ from the commit."""
-    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "sql", "Cargo.toml",
-                          "sendjobs.control"], capture_output=True, text=True).stdout
+    """The paths under src/, sql/, workers/ and the build files that differ from the commit."""
+    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "sql", "workers",
+                          "Cargo.toml", "sendjobs.control"], capture_output=True, text=True).stdout
     return [line[3:] for line in out.splitlines() if len(line) > 3]
 
 
@@ -409,7 +409,7 @@ def header_lines(meta):
         + (f"; elapsed {fmt_dur(meta['elapsed_s'])}" if meta.get("elapsed_s") is not None else ""),
         f"- git rev: `{meta.get('git_rev', '?')}`"
         + (f" **with uncommitted changes** in {', '.join('`' + d + '`' for d in dirty)}" if dirty
-           else " (clean src/, sql/)"),
+           else " (clean src/, sql/, workers/)"),
         f"- machine: {meta.get('host', '?')}, {meta.get('cpu', '?')}, {meta.get('nproc', '?')} cores; "
         f"{meta.get('kernel', '?')}; load average at start `{meta.get('loadavg_start', '?')}`",
         f"- server: {str(meta.get('pg_version', '?')).split(' on ')[0]}",

@@ -9,7 +9,8 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every function of the extension that is not internal has a "### `name(" heading;
   * every table of the extension is in the Tables example;
   * every setting `sendjobs.*` the library defines is named;
-  * every SQLSTATE in src/errors.rs is named.
+  * every SQLSTATE in src/errors.rs is named;
+  * every page of docs/ and every decision record is linked from docs/README.md, the index.
 
 First, the ```sql blocks of the README's "## Quick look" section run the same way, in
 order, in one psql session as a superuser on a fresh database of their own: each must
@@ -145,6 +146,17 @@ def coverage(doc):
     return missing
 
 
+def index_coverage():
+    """Every page of docs/ and every decision record, linked from docs/README.md."""
+    with open(os.path.join(ROOT, "docs", "README.md")) as f:
+        index = f.read()
+    pages = [name for name in sorted(os.listdir(os.path.join(ROOT, "docs")))
+             if name.endswith((".md", ".yaml", ".txt")) and name != "README.md"]
+    pages += [f"workers/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "docs", "workers")))]
+    pages += [f"decisions/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "docs", "decisions")))]
+    return [page for page in pages if f"]({page})" not in index]
+
+
 def main(argv):
     update = "--update" in argv
     with open(README) as f:
@@ -169,6 +181,7 @@ def main(argv):
                                 f"{expected}--- psql printed\n{got}")
     missing = coverage(doc)
     failures += [f"not in docs/reference.md: {m}" for m in missing]
+    failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
     for failure in failures:
         print(failure, file=sys.stderr)
     print(f"reference: {len(blocks)} examples {'written' if update else 'checked'}, "
