@@ -47,7 +47,7 @@ import random
 import statistics
 import sys
 
-sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402  (bench/common.py)
 from common import psql, spread  # noqa: E402
 
@@ -98,9 +98,12 @@ def top_up(db, backlog, queue, queues=1):
     `queue`, or taking turns among `queues` queues named <queue>-1 .. <queue>-<queues>."""
     name = f"'{queue}'" if queues == 1 else f"'{queue}-' || (1 + i % {queues})"
     psql(db, common.CLEAR_FINISHED)
-    psql(db, f"INSERT INTO send_jobs (payload, queue, max_attempts, next_attempt_at) "
-             f"SELECT '{{}}', {name}, 1000000000, now() - interval '1 hour' "
-             f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs)) AS i")
+    psql(
+        db,
+        f"INSERT INTO send_jobs (payload, queue, max_attempts, next_attempt_at) "
+        f"SELECT '{{}}', {name}, 1000000000, now() - interval '1 hour' "
+        f"  FROM generate_series(1, {backlog} - (SELECT count(*) FROM send_jobs)) AS i",
+    )
     psql(db, "VACUUM ANALYZE")
 
 
@@ -140,19 +143,24 @@ def connect_cycle(db, batch, queue, outcome):
     the backend's CPU ns for each. `queue`: claim from it by name (--queue), or None: from
     any queue, as the pgbench cycle."""
     import psycopg2  # Debian's python3-psycopg2 (bench/run.sh installs it)
+
     conn = psycopg2.connect(dbname=db)
     conn.autocommit = True
     cur = conn.cursor()
     cur.execute("SELECT pg_backend_pid()")
     pid = cur.fetchone()[0]
     by_name = f", '{queue}'" if queue else ""
-    cur.execute(f"PREPARE claim AS SELECT array_agg(id), array_agg(claim_generation)"
-                f" FROM sendjobs_claim({batch}, '1 minute'{by_name})")
+    cur.execute(
+        f"PREPARE claim AS SELECT array_agg(id), array_agg(claim_generation)"
+        f" FROM sendjobs_claim({batch}, '1 minute'{by_name})"
+    )
     retry = ", NULL, now()" if outcome == "retry" else ""
     if batch == 1:
         cur.execute(f"PREPARE fin(int8, int8) AS SELECT sendjobs_finalize($1, $2, '{outcome}'{retry})")
     else:
-        cur.execute(f"PREPARE fin(int8[], int8[]) AS SELECT count(*) FROM sendjobs_finalize_batch($1, $2, '{outcome}'{retry})")
+        cur.execute(
+            f"PREPARE fin(int8[], int8[]) AS SELECT count(*) FROM sendjobs_finalize_batch($1, $2, '{outcome}'{retry})"
+        )
 
     def cycle():
         """One claim and its finalize: the backend's CPU ns for each."""
@@ -189,8 +197,10 @@ def run_cpu(db, batch, cycles, queue, outcome):
 
 
 # The functions whose inclusive instructions the --instructions report splits out.
-CALLGRIND_PARTS = {"claim": ("sendjobs_claim_wrapper",),
-                   "finalize": ("sendjobs_finalize_wrapper", "sendjobs_finalize_batch_wrapper")}
+CALLGRIND_PARTS = {
+    "claim": ("sendjobs_claim_wrapper",),
+    "finalize": ("sendjobs_finalize_wrapper", "sendjobs_finalize_batch_wrapper"),
+}
 
 
 def run_instructions(db, batch, cycles, queue, outcome, outdir, reset_arm):
@@ -241,9 +251,19 @@ def instructions_main(a, folder, meta, queue):
     """--instructions: instructions per job of one client's backend, A and B interleaved."""
     batches = common.parse_list(a.batches)
     got = interleaved(
-        a, folder, ["all_per_job", "claim_per_job", "finalize_per_job"],
-        lambda arm, batch: run_instructions(arm, batch, max(20, a.cycles // batch), a.queue, a.outcome,
-                                            a.callgrind_dir, lambda: reset(arm, a.outcome, a.backlog, queue)))
+        a,
+        folder,
+        ["all_per_job", "claim_per_job", "finalize_per_job"],
+        lambda arm, batch: run_instructions(
+            arm,
+            batch,
+            max(20, a.cycles // batch),
+            a.queue,
+            a.outcome,
+            a.callgrind_dir,
+            lambda: reset(arm, a.outcome, a.backlog, queue),
+        ),
+    )
 
     def count(values):
         return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
@@ -252,19 +272,27 @@ def instructions_main(a, folder, meta, queue):
         a_, b_ = got[(batch, "arm_a")], got[(batch, "arm_b")]
         return f"{statistics.median(r[i] for r in b_) / statistics.median(r[i] for r in a_):.3f}"
 
-    lines = ["# A/B of two builds: instructions per job (callgrind)", ""] + common.header_lines(meta) + [
-        "", f"A = {a.a_version} from {a.a_lib}, B = {a.b_version_resolved} installed; outcome {a.outcome}; "
+    lines = (
+        ["# A/B of two builds: instructions per job (callgrind)", ""]
+        + common.header_lines(meta)
+        + [
+            "",
+            f"A = {a.a_version} from {a.a_lib}, B = {a.b_version_resolved} installed; outcome {a.outcome}; "
             f"{a.backlog} jobs; 1 client, the backend under callgrind, {a.cycles} jobs a run more than its "
             f"twin's (at least 20 cycles), {a.reps} repetitions, interleaved; instructions per job, median "
-            "(range); B/A of the medians", "",
-        "| batch | A all | B all | B/A all | A claim | B claim | B/A claim | A finalize | B finalize | B/A finalize |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+            "(range); B/A of the medians",
+            "",
+            "| batch | A all | B all | B/A all | A claim | B claim | B/A claim | A finalize | B finalize | B/A finalize |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+    )
     for batch in batches:
         ra, rb = got[(batch, "arm_a")], got[(batch, "arm_b")]
         lines.append(
             f"| {batch} | {count([r[0] for r in ra])} | {count([r[0] for r in rb])} | {ratio(batch, 0)} | "
             f"{count([r[1] for r in ra])} | {count([r[1] for r in rb])} | {ratio(batch, 1)} | "
-            f"{count([r[2] for r in ra])} | {count([r[2] for r in rb])} | {ratio(batch, 2)} |")
+            f"{count([r[2] for r in ra])} | {count([r[2] for r in rb])} | {ratio(batch, 2)} |"
+        )
     return common.write_report(folder, "\n".join(lines) + "\n", "ab")
 
 
@@ -272,9 +300,12 @@ def cpu_main(a, folder, meta, queue):
     """--cpu: the backend's CPU time per job, A and B interleaved, paired per repetition."""
     batches = common.parse_list(a.batches)
     got = interleaved(
-        a, folder, ["claim_us_per_job", "finalize_us_per_job", "wal_per_job"],
+        a,
+        folder,
+        ["claim_us_per_job", "finalize_us_per_job", "wal_per_job"],
         lambda arm, batch: run_cpu(arm, batch, max(20, a.cycles // batch), a.queue, a.outcome),
-        after=lambda arm: reset(arm, a.outcome, a.backlog, queue))
+        after=lambda arm: reset(arm, a.outcome, a.backlog, queue),
+    )
 
     def us(values):
         return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
@@ -283,27 +314,39 @@ def cpu_main(a, folder, meta, queue):
         ratios = sorted(pick(b) / pick(x) for x, b in zip(got[(batch, "arm_a")], got[(batch, "arm_b")]))
         return f"{statistics.median(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})"
 
-    lines = ["# A/B of two builds: the backend's CPU time per job", ""] + common.header_lines(meta) + [
-        "", f"A = {a.a_version} from {a.a_lib}, B = {a.b_version_resolved} installed; outcome {a.outcome}; "
+    lines = (
+        ["# A/B of two builds: the backend's CPU time per job", ""]
+        + common.header_lines(meta)
+        + [
+            "",
+            f"A = {a.a_version} from {a.a_lib}, B = {a.b_version_resolved} installed; outcome {a.outcome}; "
             f"{a.backlog} jobs; 1 client, {a.cycles} jobs a run (at least 20 cycles), {a.reps} repetitions, "
-            "interleaved; us of backend CPU per job, median (range); B/A paired per repetition, median (range)", "",
-        "| batch | A claim | B claim | B/A claim | A finalize | B finalize | B/A finalize | B/A both | A WAL B/job | B WAL B/job |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+            "interleaved; us of backend CPU per job, median (range); B/A paired per repetition, median (range)",
+            "",
+            "| batch | A claim | B claim | B/A claim | A finalize | B finalize | B/A finalize | B/A both | A WAL B/job | B WAL B/job |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+    )
     for batch in batches:
         ra, rb = got[(batch, "arm_a")], got[(batch, "arm_b")]
         lines.append(
             f"| {batch} | {us([r[0] for r in ra])} | {us([r[0] for r in rb])} | {paired(batch, lambda r: r[0])} | "
             f"{us([r[1] for r in ra])} | {us([r[1] for r in rb])} | {paired(batch, lambda r: r[1])} | "
             f"{paired(batch, lambda r: r[0] + r[1])} | {statistics.median(r[2] for r in ra):,.0f} | "
-            f"{statistics.median(r[2] for r in rb):,.0f} |")
+            f"{statistics.median(r[2] for r in rb):,.0f} |"
+        )
     return common.write_report(folder, "\n".join(lines) + "\n", "ab")
 
 
 def main(argv):
-    p = argparse.ArgumentParser(prog="bench/ab.sh", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--a-lib", required=True, help="folder holding build A's library (sendjobs.so, or "
-                                                   "sendjobs-<version>.so); bench/ab.sh sets it")
+    p = argparse.ArgumentParser(
+        prog="bench/ab.sh", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--a-lib",
+        required=True,
+        help="folder holding build A's library (sendjobs.so, or sendjobs-<version>.so); bench/ab.sh sets it",
+    )
     p.add_argument("--a-version", required=True, help="the version A's database creates; bench/ab.sh sets it")
     p.add_argument("--b-version", default=None, help="default: the installed default version")
     p.add_argument("--backlog", type=int, default=10000)
@@ -311,23 +354,45 @@ def main(argv):
     p.add_argument("--batches", default="1,10,100")
     p.add_argument("--duration", type=int, default=5)
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--outcome", choices=["retry", "sent"], default="retry",
-                   help="retry: jobs go back to pending (a constant backlog); sent: every job "
-                        "finishes with its event, and the backlog is topped up before each run")
-    p.add_argument("--queue", default=None,
-                   help="claim from this queue by name (the batch cycle for every batch, jobs counted in the database)")
-    p.add_argument("--queues", type=int, default=1,
-                   help="the backlog split evenly among this many queues, claimed from any queue")
-    p.add_argument("--b-limit", default=None, metavar="ARGS",
-                   help="arm B's queue gets sendjobs_limit(queue, ARGS), e.g. \"max_in_flight => 4\" (needs --queue)")
-    p.add_argument("--cpu", action="store_true",
-                   help="measure the backend's CPU time per job of one client instead of jobs/s (--clients is ignored)")
-    p.add_argument("--cycles", type=int, default=None,
-                   help="with --cpu (default 3000) or --instructions (default 400): jobs a run "
-                        "(claims of --batch each; at least 20 claims)")
-    p.add_argument("--instructions", action="store_true",
-                   help="count the instructions per job of one client's backend instead (the server under "
-                        "callgrind; --clients is ignored; bench/ab.sh starts it so)")
+    p.add_argument(
+        "--outcome",
+        choices=["retry", "sent"],
+        default="retry",
+        help="retry: jobs go back to pending (a constant backlog); sent: every job "
+        "finishes with its event, and the backlog is topped up before each run",
+    )
+    p.add_argument(
+        "--queue",
+        default=None,
+        help="claim from this queue by name (the batch cycle for every batch, jobs counted in the database)",
+    )
+    p.add_argument(
+        "--queues", type=int, default=1, help="the backlog split evenly among this many queues, claimed from any queue"
+    )
+    p.add_argument(
+        "--b-limit",
+        default=None,
+        metavar="ARGS",
+        help='arm B\'s queue gets sendjobs_limit(queue, ARGS), e.g. "max_in_flight => 4" (needs --queue)',
+    )
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="measure the backend's CPU time per job of one client instead of jobs/s (--clients is ignored)",
+    )
+    p.add_argument(
+        "--cycles",
+        type=int,
+        default=None,
+        help="with --cpu (default 3000) or --instructions (default 400): jobs a run "
+        "(claims of --batch each; at least 20 claims)",
+    )
+    p.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the instructions per job of one client's backend instead (the server under "
+        "callgrind; --clients is ignored; bench/ab.sh starts it so)",
+    )
     p.add_argument("--callgrind-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=1)
     common.add_name_argument(p, "ab")
@@ -336,7 +401,8 @@ def main(argv):
     if a.cycles is None:
         a.cycles = 400 if a.instructions else 3000
     b_version = a.b_version or psql(
-        "postgres", "SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs'", capture=True)
+        "postgres", "SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs'", capture=True
+    )
     folder = common.results_dir("ab", a.name)
     meta = common.run_meta(a.command)
     meta.update(a_version=a.a_version, a_lib=a.a_lib, b_version=b_version)
@@ -344,7 +410,9 @@ def main(argv):
     if a.b_limit and not a.queue:
         p.error("--b-limit needs --queue")
     if a.queues < 1 or (a.queues > 1 and (a.queue or a.cpu or a.instructions)):
-        p.error("--queues N: N >= 1, and more than 1 only for jobs/s from any queue (no --queue, --cpu, --instructions)")
+        p.error(
+            "--queues N: N >= 1, and more than 1 only for jobs/s from any queue (no --queue, --cpu, --instructions)"
+        )
     queue = a.queue or "default"
     prepare("arm_a", a.a_version, a.a_lib, a.backlog, queue, a.queues)
     prepare("arm_b", b_version, None, a.backlog, queue, a.queues)
@@ -362,8 +430,11 @@ def main(argv):
         script = common.write_script(folder, f"queue_{a.outcome}.sql", QUEUE_CYCLE[a.outcome].format(queue=queue))
         scripts = {"one": script, "batch": script}
     else:
-        scripts = {name: common.write_script(folder, f"{name}_{outcome}.sql", text)
-                   for (name, outcome), text in CYCLE.items() if outcome == a.outcome}
+        scripts = {
+            name: common.write_script(folder, f"{name}_{outcome}.sql", text)
+            for (name, outcome), text in CYCLE.items()
+            if outcome == a.outcome
+        }
     runs = open(folder / "runs.csv", "w", newline="")
     out = csv.writer(runs)
     out.writerow(["rep", "clients", "batch", "arm", "jobs_s", "wal_per_job"])
@@ -385,19 +456,32 @@ def main(argv):
                 reset(arm, a.outcome, a.backlog, queue, a.queues)
         print(f"== repetition {rep + 1} of {a.reps} done", flush=True)
     runs.close()
-    lines = ["# A/B of two builds", ""] + common.header_lines(meta) + [
-        "", f"A = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs"
+    lines = (
+        ["# A/B of two builds", ""]
+        + common.header_lines(meta)
+        + [
+            "",
+            f"A = {a.a_version} from {a.a_lib}, B = {b_version} installed; outcome {a.outcome}; {a.backlog} jobs"
             + (f" in queue {queue} (claimed by name)" if a.queue else "")
             + (f" in {a.queues} queues (claimed from any queue)" if a.queues > 1 else "")
-            + (f"; arm B's queue limited: sendjobs_limit({queue!r}, {a.b_limit})" if a.b_limit else "") + ", "
-            f"{a.duration} s runs, {a.reps} repetitions, interleaved", "",
-        "| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A | A WAL B/job | B WAL B/job |",
-        "|---|---|---|---|---|---|---|"]
+            + (f"; arm B's queue limited: sendjobs_limit({queue!r}, {a.b_limit})" if a.b_limit else "")
+            + ", "
+            f"{a.duration} s runs, {a.reps} repetitions, interleaved",
+            "",
+            "| clients | batch | A jobs/s (median, range) | B jobs/s (median, range) | B/A | A WAL B/job | B WAL B/job |",
+            "|---|---|---|---|---|---|---|",
+        ]
+    )
     for clients, batch in points:
         ra, rb = results[((clients, batch), "arm_a")], results[((clients, batch), "arm_b")]
-        wa, wb = statistics.median(wal[((clients, batch), "arm_a")]), statistics.median(wal[((clients, batch), "arm_b")])
-        lines.append(f"| {clients} | {batch} | {spread(ra)} | {spread(rb)} | "
-                     f"{statistics.median(rb) / statistics.median(ra):.3f} | {wa:,.0f} | {wb:,.0f} |")
+        wa, wb = (
+            statistics.median(wal[((clients, batch), "arm_a")]),
+            statistics.median(wal[((clients, batch), "arm_b")]),
+        )
+        lines.append(
+            f"| {clients} | {batch} | {spread(ra)} | {spread(rb)} | "
+            f"{statistics.median(rb) / statistics.median(ra):.3f} | {wa:,.0f} | {wb:,.0f} |"
+        )
     return common.write_report(folder, "\n".join(lines) + "\n", "ab")
 
 

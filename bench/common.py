@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 try:
-    import psycopg2   # Debian's python3-psycopg2: run the scripts with /usr/bin/python3
-except ImportError:   # --help, --dry-run, --prepare-only and the reports need no database
+    import psycopg2  # Debian's python3-psycopg2: run the scripts with /usr/bin/python3
+except ImportError:  # --help, --dry-run, --prepare-only and the reports need no database
     psycopg2 = None
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-RESULTS = HERE / "results"   # one folder per run, git-ignored
+RESULTS = HERE / "results"  # one folder per run, git-ignored
 sys.path.insert(0, str(REPO / "tests"))
 from cluster import PGBIN  # noqa: E402  (the major of SENDJOBS_PG, scripts/postgres-majors)
 
@@ -54,7 +54,7 @@ def sh(cmd):
     """A command's output, best effort (metadata only)."""
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e:   # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         return f"({e})"
 
 
@@ -82,9 +82,13 @@ def library_meta():
     path = library_path()
     if not path.exists():
         return {"path": str(path), "sha256": None, "mtime": None}
-    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
-            "mtime": datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
-            .strftime("%Y-%m-%d %H:%M:%S UTC")}
+    return {
+        "path": str(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+        "mtime": datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S UTC"
+        ),
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -96,8 +100,10 @@ class Db:
 
     def __init__(self, dbname, application_name="bench-driver"):
         if psycopg2 is None:
-            raise SystemExit(f"bench: no psycopg2 in {sys.executable}: run it with /usr/bin/python3 "
-                             "(apt package python3-psycopg2), as the bench/*.sh scripts do")
+            raise SystemExit(
+                f"bench: no psycopg2 in {sys.executable}: run it with /usr/bin/python3 "
+                "(apt package python3-psycopg2), as the bench/*.sh scripts do"
+            )
         self.conn = psycopg2.connect(dbname=dbname, application_name=application_name)
         self.conn.autocommit = True
 
@@ -119,8 +125,12 @@ class Db:
 
 def psql(db, sql, capture=False):
     """Runs SQL (several statements allowed) in database `db`, stopping at the first error."""
-    out = subprocess.run([f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [f"{PGBIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout.strip() if capture else None
 
 
@@ -152,10 +162,14 @@ def queue_tables(db, schema="public"):
     """The tables of QUEUE_TABLES that database `db` has in `schema` (not the views),
     schema-qualified."""
     names = ",".join(f"'{t}'" for t in QUEUE_TABLES)
-    out = psql(db, f"SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c "
-                   f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{schema}' "
-                   f"AND c.relkind = 'r' AND c.relname IN ({names}) "
-                   f"ORDER BY array_position(ARRAY[{names}], c.relname::text)", capture=True)
+    out = psql(
+        db,
+        f"SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c "
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{schema}' "
+        f"AND c.relkind = 'r' AND c.relname IN ({names}) "
+        f"ORDER BY array_position(ARRAY[{names}], c.relname::text)",
+        capture=True,
+    )
     return out.splitlines()
 
 
@@ -199,8 +213,7 @@ def parse_pgbench(out):
     return r
 
 
-def pgbench(db, script, clients, duration, variables=(), latencies=False, progress=0, check=False,
-            transactions=None):
+def pgbench(db, script, clients, duration, variables=(), latencies=False, progress=0, check=False, transactions=None):
     """One `pgbench -n -M prepared` run of `script` in database `db` (-j: as many threads as
     clients, at most one per core), for `duration` seconds, or `transactions` per client
     (-t; `duration` then only bounds the wait). Returns parse_pgbench()'s figures,
@@ -208,9 +221,19 @@ def pgbench(db, script, clients, duration, variables=(), latencies=False, progre
     exit 0, no client aborted, no transaction failed); check=True stops on an error
     instead."""
     length = ["-t", str(transactions)] if transactions else ["-T", str(max(1, int(round(duration))))]
-    cmd = [f"{PGBIN}/pgbench", "-n", "-M", "prepared", *(["-r"] if latencies else []),
-           *(["-P", str(progress)] if progress else []),
-           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), *length]
+    cmd = [
+        f"{PGBIN}/pgbench",
+        "-n",
+        "-M",
+        "prepared",
+        *(["-r"] if latencies else []),
+        *(["-P", str(progress)] if progress else []),
+        "-c",
+        str(clients),
+        "-j",
+        str(min(clients, os.cpu_count() or 1)),
+        *length,
+    ]
     for name, value in dict(variables).items():
         cmd += ["-D", f"{name}={value}"]
     cmd += ["-f", str(script), db]
@@ -222,8 +245,10 @@ def pgbench(db, script, clients, duration, variables=(), latencies=False, progre
         err, rc = "pgbench timed out", -1
     r = parse_pgbench(out)
     # "progress: 10.0 s, 2150.3 tps, lat ..." on stderr, one line per -P interval
-    r["progress"] = [(float(m.group(1)), float(m.group(2)))
-                     for m in re.finditer(r"^progress: ([\d.]+) s, ([\d.]+) tps", err or "", re.M)]
+    r["progress"] = [
+        (float(m.group(1)), float(m.group(2)))
+        for m in re.finditer(r"^progress: ([\d.]+) s, ([\d.]+) tps", err or "", re.M)
+    ]
     r["error"] = ""
     if rc != 0 or "aborted" in err or r["failed"]:
         first = [ln for ln in err.splitlines() if "error" in ln.lower() or "abort" in ln.lower()][:2]
@@ -252,14 +277,20 @@ def callgrind_output(folder, pid, limit_s=60):
 def callgrind_counts(path, parts=None):
     """(all, {part: inclusive}) instructions of one process's callgrind output; `parts`
     names, for each part, the functions whose inclusive counts it sums."""
-    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(path)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     total = int(re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", out, re.M).group(1).replace(",", ""))
     counts = {}
     for part, names in (parts or {}).items():
-        counts[part] = sum(int(m.group(1).replace(",", "")) for name in names
-                           for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S+:" + re.escape(name) + r" \[",
-                                                out, re.M))
+        counts[part] = sum(
+            int(m.group(1).replace(",", ""))
+            for name in names
+            for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S+:" + re.escape(name) + r" \[", out, re.M)
+        )
     return total, counts
 
 
@@ -283,28 +314,33 @@ def spread(values):
 
 
 GRID = {
-    "full": dict(duration=10.0, reps=3, clients="1,4,8", batches="1,10,100",
-                 backlogs="10000,1000000", warmup=3.0),
-    "quick": dict(duration=2.0, reps=1, clients="1,4", batches="1,100",
-                  backlogs="10000,1000000", warmup=1.0),
+    "full": dict(duration=10.0, reps=3, clients="1,4,8", batches="1,10,100", backlogs="10000,1000000", warmup=3.0),
+    "quick": dict(duration=2.0, reps=1, clients="1,4", batches="1,100", backlogs="10000,1000000", warmup=1.0),
 }
 
 
 def add_grid_arguments(parser):
     f, q = GRID["full"], GRID["quick"]
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny grid, short runs (development; not for curating)")
-    parser.add_argument("--duration", type=float,
-                        help=f"seconds per pgbench run (full {f['duration']:g}, quick {q['duration']:g})")
-    parser.add_argument("--reps", type=int,
-                        help=f"runs per grid point; the report takes medians (full {f['reps']}, quick {q['reps']})")
+    parser.add_argument("--quick", action="store_true", help="tiny grid, short runs (development; not for curating)")
+    parser.add_argument(
+        "--duration", type=float, help=f"seconds per pgbench run (full {f['duration']:g}, quick {q['duration']:g})"
+    )
+    parser.add_argument(
+        "--reps", type=int, help=f"runs per grid point; the report takes medians (full {f['reps']}, quick {q['reps']})"
+    )
     parser.add_argument("--clients", help=f"comma list (full {f['clients']}; quick {q['clients']})")
     parser.add_argument("--batches", help=f"comma list of jobs per claim (full {f['batches']}; quick {q['batches']})")
-    parser.add_argument("--backlogs", "--backlog", dest="backlogs",
-                        help=f"comma list of waiting jobs (full {f['backlogs']}; quick {q['backlogs']})")
-    parser.add_argument("--warmup", type=float,
-                        help=f"unrecorded seconds per arm after each data load (full {f['warmup']:g}, "
-                             f"quick {q['warmup']:g})")
+    parser.add_argument(
+        "--backlogs",
+        "--backlog",
+        dest="backlogs",
+        help=f"comma list of waiting jobs (full {f['backlogs']}; quick {q['backlogs']})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        help=f"unrecorded seconds per arm after each data load (full {f['warmup']:g}, quick {q['warmup']:g})",
+    )
 
 
 def resolve_grid(a):
@@ -325,8 +361,7 @@ def resolve_grid(a):
 
 
 def add_name_argument(parser, kind):
-    parser.add_argument("--name", help=f"the run's folder under bench/results/ "
-                                       f"(default: {kind}-<UTC date and time>)")
+    parser.add_argument("--name", help=f"the run's folder under bench/results/ (default: {kind}-<UTC date and time>)")
 
 
 def results_dir(kind, name=None):
@@ -347,8 +382,23 @@ def write_script(folder, name, text):
 
 def git_dirty():
     """The paths under src/, sql/, workers/ and the build files that differ from the commit."""
-    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "sql", "workers",
-                          "Cargo.toml", "sendjobs.control"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(REPO),
+            "status",
+            "--porcelain",
+            "--",
+            "src",
+            "sql",
+            "workers",
+            "Cargo.toml",
+            "sendjobs.control",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout
     return [line[3:] for line in out.splitlines() if len(line) > 3]
 
 
@@ -408,8 +458,11 @@ def header_lines(meta):
         f"- date: {meta.get('date', '?')}"
         + (f"; elapsed {fmt_dur(meta['elapsed_s'])}" if meta.get("elapsed_s") is not None else ""),
         f"- git rev: `{meta.get('git_rev', '?')}`"
-        + (f" **with uncommitted changes** in {', '.join('`' + d + '`' for d in dirty)}" if dirty
-           else " (clean src/, sql/, workers/)"),
+        + (
+            f" **with uncommitted changes** in {', '.join('`' + d + '`' for d in dirty)}"
+            if dirty
+            else " (clean src/, sql/, workers/)"
+        ),
         f"- machine: {meta.get('host', '?')}, {meta.get('cpu', '?')}, {meta.get('nproc', '?')} cores; "
         f"{meta.get('kernel', '?')}; load average at start `{meta.get('loadavg_start', '?')}`",
         f"- server: {str(meta.get('pg_version', '?')).split(' on ')[0]}",

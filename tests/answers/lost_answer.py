@@ -40,18 +40,23 @@ def finalize_and_lose_the_answer(db, job, generation, outcome):
     pid = worker.info.backend_pid
     worker.pgconn.send_query_params(
         b"SELECT sendjobs_finalize($1::int8, $2::int8, $3::text)",
-        [str(job).encode(), str(generation).encode(), outcome.encode()])
+        [str(job).encode(), str(generation).encode(), outcome.encode()],
+    )
     worker.pgconn.flush()
     # Committed: its xmin is no longer running (the row moved or changed).
-    wait_for("the finalize to commit", lambda: db.execute(
-        "SELECT status <> 'in_flight' FROM send_jobs WHERE id = %s", [job]).fetchone()[0])
+    wait_for(
+        "the finalize to commit",
+        lambda: db.execute("SELECT status <> 'in_flight' FROM send_jobs WHERE id = %s", [job]).fetchone()[0],
+    )
     # The reply is never read: the socket closes under it, as a network cut would.
     sock = socket.socket(fileno=worker.pgconn.socket)
     sock.shutdown(socket.SHUT_RDWR)
     sock.detach()
     worker.pgconn.finish()
-    wait_for("the old backend to end", lambda: db.execute(
-        "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()[0])
+    wait_for(
+        "the old backend to end",
+        lambda: db.execute("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()[0],
+    )
 
 
 def main():
@@ -67,8 +72,7 @@ def main():
     # Jobs 1-4, one per outcome; job 4 has one attempt, so its retry fails it.
     cases = [("sent", 3, "sent"), ("failed", 3, "failed"), ("retry", 3, "pending"), ("retry", 1, "failed")]
     for n, (_, max_attempts, _) in enumerate(cases, start=1):
-        db.execute("SELECT sendjobs_enqueue('{}', transaction_id => %s, max_attempts => %s)",
-                   [f"p{n}", max_attempts])
+        db.execute("SELECT sendjobs_enqueue('{}', transaction_id => %s, max_attempts => %s)", [f"p{n}", max_attempts])
     claimed = dict(db.execute("SELECT id, claim_generation FROM sendjobs_claim(4)").fetchall())
     failures = []
 
@@ -78,16 +82,21 @@ def main():
         before = db.execute("SELECT xmin::text FROM send_jobs WHERE id = %s", [job]).fetchone()[0]
         again = psycopg.connect(autocommit=True)
         [(answer,)] = again.execute("SELECT sendjobs_finalize(%s, %s, %s)", [job, generation, outcome]).fetchall()
-        [rich] = again.execute("SELECT result, status, attempts, repeated FROM sendjobs_finalize_batch("
-                               "ARRAY[%s]::int8[], ARRAY[%s]::int8[], %s)", [job, generation, outcome]).fetchall()
+        [rich] = again.execute(
+            "SELECT result, status, attempts, repeated FROM sendjobs_finalize_batch("
+            "ARRAY[%s]::int8[], ARRAY[%s]::int8[], %s)",
+            [job, generation, outcome],
+        ).fetchall()
         again.close()
         after = db.execute("SELECT xmin::text FROM send_jobs WHERE id = %s", [job]).fetchone()[0]
         events = db.execute("SELECT count(*) FROM send_job_events WHERE job_id = %s", [job]).fetchone()[0]
         stamps = db.execute("SELECT count(*) FROM stamps WHERE payment = %s", [f"p{job}"]).fetchone()[0]
         expected = ("applied", became, 1, True)
         where = f"job {job} ({outcome}, became {became})"
-        print(f"   {where}: repeat answered {answer!r} and {rich}, row {'untouched' if before == after else 'CHANGED'}, "
-              f"{events} event(s), {stamps} stamp(s)")
+        print(
+            f"   {where}: repeat answered {answer!r} and {rich}, row {'untouched' if before == after else 'CHANGED'}, "
+            f"{events} event(s), {stamps} stamp(s)"
+        )
         if answer != "applied" or rich != expected:
             failures.append(f"{where}: answered {answer!r} and {rich}, expected 'applied' and {expected}")
         if before != after:

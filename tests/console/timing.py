@@ -32,9 +32,15 @@ import urllib.request
 import psycopg2
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
 def connect(user=None):
-    conn = psycopg2.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"],
-                            user=user or os.environ["PGUSER"], dbname=os.environ["PGDATABASE"])
+    conn = psycopg2.connect(
+        host=os.environ["PGHOST"],
+        port=os.environ["PGPORT"],
+        user=user or os.environ["PGUSER"],
+        dbname=os.environ["PGDATABASE"],
+    )
     conn.autocommit = True
     return conn
 
@@ -60,8 +66,11 @@ def fill(cur, history, backlog, queues, recent):
     # transaction, as batch finalizes write them, the rest in large INSERTs (a million
     # rows of one xid in the window would cost the stats a read of each).
     old = history - recent
+
     def insert(start, n):
-        return run(cur, f"""
+        return run(
+            cur,
+            f"""
             INSERT INTO send_jobs_finished (queue, payload, transaction_id, status, attempts, max_attempts,
                 next_attempt_at, claimed_at, claim_generation, last_error, created_at, finished_at, outcome)
             SELECT 'q' || (g / 100 % {queues}), '{{}}', 'tx-' || g,
@@ -74,7 +83,8 @@ def fill(cur, history, backlog, queues, recent):
                    LATERAL (SELECT CASE WHEN g <= {old}
                                         THEN now() - interval '1 hour' - interval '10 days' * (1 - g::float8 / {max(old, 1)})
                                         ELSE now() - interval '1 hour' * (1 - (g - {old})::float8 / {max(recent, 1)})
-                                   END - interval '5 seconds' AS t) AS at""")
+                                   END - interval '5 seconds' AS t) AS at""",
+        )
 
     recent = min(recent, history)
     chunk = 1_000_000
@@ -85,10 +95,13 @@ def fill(cur, history, backlog, queues, recent):
     started = time.monotonic()
     for start in range(history - recent, history, 10):
         insert(start, min(10, history - start))
-    print(f"   history: the last hour's {recent:,}, ten to a transaction ({time.monotonic() - started:.0f} s)",
-          flush=True)
+    print(
+        f"   history: the last hour's {recent:,}, ten to a transaction ({time.monotonic() - started:.0f} s)", flush=True
+    )
     # The backlog: pending, due over the last hour, with keys; then a thousand in flight.
-    took = run(cur, f"""
+    took = run(
+        cur,
+        f"""
         WITH jobs AS (
             INSERT INTO send_jobs (queue, payload, transaction_id, idempotency_key, next_attempt_at, created_at)
             SELECT 'q' || (g % {queues}), '{{}}', 'btx-' || g, 'key-' || g,
@@ -96,7 +109,8 @@ def fill(cur, history, backlog, queues, recent):
                    now() - interval '1 hour' * (1 - g::float8 / {backlog})
               FROM generate_series(1, {backlog}) AS g
             RETURNING id, idempotency_key)
-        INSERT INTO send_job_keys SELECT idempotency_key, id FROM jobs""")
+        INSERT INTO send_job_keys SELECT idempotency_key, id FROM jobs""",
+    )
     print(f"   backlog: {backlog:,} pending ({took:.0f} s)", flush=True)
     run(cur, "SELECT count(*) FROM sendjobs_claim(1000, '1 hour')")
     run(cur, "INSERT INTO transactions SELECT 'tx-' || g FROM generate_series(1, 100000) AS g")
@@ -114,11 +128,18 @@ def plans(cur, sample):
     cur.execute("SET search_path = pg_catalog, public")
     sql = lambda name: open(os.path.join(ROOT, "console", "sql", name)).read().replace("@extschema@", "public")
     cases = [
-        ("stats.sql", ()), ("queue_limits.sql", (None,)), ("hour_chart.sql", ()),
-        ("job.sql", (sample["finished"],)), ("job.sql", (sample["pending"],)),
-        ("payload.sql", (sample["finished"],)), ("job_event.sql", (sample["finished"],)),
-        ("redriven_as.sql", (sample["failed"],)), ("job_brief.sql", (sample["failed"],)),
-        ("link.sql", ()), ("key_job.sql", ("key-500000",)), ("id_range.sql", ()),
+        ("stats.sql", ()),
+        ("queue_limits.sql", (None,)),
+        ("hour_chart.sql", ()),
+        ("job.sql", (sample["finished"],)),
+        ("job.sql", (sample["pending"],)),
+        ("payload.sql", (sample["finished"],)),
+        ("job_event.sql", (sample["finished"],)),
+        ("redriven_as.sql", (sample["failed"],)),
+        ("job_brief.sql", (sample["failed"],)),
+        ("link.sql", ()),
+        ("key_job.sql", ("key-500000",)),
+        ("id_range.sql", ()),
         ("created_at_from.sql", (sample["finished"], "2020-01-01")),
         ("search.sql", (sample["high"], sample["high"] - 100000, None, None, None, None, None, 51)),
         ("search.sql", (sample["high"], sample["high"] - 100000, "q3", "failed", None, None, None, 51)),
@@ -143,10 +164,13 @@ def plans(cur, sample):
 
 
 def console(target):
-    dsn = f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=console_admin dbname={os.environ['PGDATABASE']}"
+    dsn = (
+        f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=console_admin dbname={os.environ['PGDATABASE']}"
+    )
     env = dict(os.environ, SENDJOBS_CONSOLE_TOKEN="timing-token-0123456789", SENDJOBS_CONSOLE_DATABASE_URL=dsn)
-    proc = subprocess.Popen([target, "--listen", "127.0.0.1:18090"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [target, "--listen", "127.0.0.1:18090"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     for _ in range(100):
         try:
             urllib.request.urlopen("http://127.0.0.1:18090/assets/console.css")
@@ -181,41 +205,62 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     a = parser.parse_args()
     cur = connect().cursor()
-    print(f"== filling {a.history:,} finished jobs ({a.last_hour:,} in the last hour) and a backlog of "
-          f"{a.backlog:,}, over {a.queues:,} queues", flush=True)
+    print(
+        f"== filling {a.history:,} finished jobs ({a.last_hour:,} in the last hour) and a backlog of "
+        f"{a.backlog:,}, over {a.queues:,} queues",
+        flush=True,
+    )
     started = time.monotonic()
     fill(cur, a.history, a.backlog, a.queues, a.last_hour)
     print(f"   filled in {time.monotonic() - started:.0f} s", flush=True)
     cur.execute("SELECT max(id) FROM send_jobs")
     high = cur.fetchone()[0]
-    cur.execute("SELECT id, finished_at::text FROM send_jobs WHERE status = 'failed' AND queue = 'q7' AND redrive_of IS NULL"
-                " AND id IN (SELECT redrive_of FROM send_jobs WHERE redrive_of IS NOT NULL) LIMIT 1")
+    cur.execute(
+        "SELECT id, finished_at::text FROM send_jobs WHERE status = 'failed' AND queue = 'q7' AND redrive_of IS NULL"
+        " AND id IN (SELECT redrive_of FROM send_jobs WHERE redrive_of IS NOT NULL) LIMIT 1"
+    )
     failed, failed_at = cur.fetchone()
     cur.execute("SELECT min(id) FROM ONLY send_jobs WHERE status = 'pending'")
     pending = cur.fetchone()[0]
-    sample = {"high": high + 1, "finished": a.history // 2, "pending": pending, "failed": failed, "failed_at": failed_at}
+    sample = {
+        "high": high + 1,
+        "finished": a.history // 2,
+        "pending": pending,
+        "failed": failed,
+        "failed_at": failed_at,
+    }
     print("== plans", flush=True)
     seq = plans(cur, sample)
-    target = max((os.path.join(ROOT, "target", p, "sendjobs-console") for p in ("release", "debug")),
-                 key=lambda p: os.path.getmtime(p) if os.path.exists(p) else 0)
+    target = max(
+        (os.path.join(ROOT, "target", p, "sendjobs-console") for p in ("release", "debug")),
+        key=lambda p: os.path.getmtime(p) if os.path.exists(p) else 0,
+    )
     cur.execute("SELECT created_at::text FROM send_jobs WHERE id = %s", (a.history // 2,))
     middle = cur.fetchone()[0][:19].replace(" ", "+")
     cur.execute("SELECT (created_at + interval '10 minutes')::text FROM send_jobs WHERE id = %s", (a.history // 2,))
     later = cur.fetchone()[0][:19].replace(" ", "+")
-    cur.execute("SELECT id, finished_at::text FROM send_jobs_finished WHERE status = 'failed' AND queue = 'q3'"
-                " AND finished_at < now() - interval '5 days' ORDER BY finished_at DESC, id DESC LIMIT 1")
+    cur.execute(
+        "SELECT id, finished_at::text FROM send_jobs_finished WHERE status = 'failed' AND queue = 'q3'"
+        " AND finished_at < now() - interval '5 days' ORDER BY finished_at DESC, id DESC LIMIT 1"
+    )
     older_id, older_at = cur.fetchone()
     pages = [
-        ("queues", "/queues"), ("queues (live refresh)", "/queues/live"),
+        ("queues", "/queues"),
+        ("queues (live refresh)", "/queues/live"),
         ("queue q3 with its failed jobs", "/queue?name=q3"),
-        ("queue q3, its failed jobs 5 days back", f"/queue?name=q3&after_at={urllib.parse.quote(older_at)}&after_id={older_id}"),
-        ("search: newest jobs", "/jobs"), ("search: failed", "/jobs?status=failed"),
+        (
+            "queue q3, its failed jobs 5 days back",
+            f"/queue?name=q3&after_at={urllib.parse.quote(older_at)}&after_id={older_id}",
+        ),
+        ("search: newest jobs", "/jobs"),
+        ("search: failed", "/jobs?status=failed"),
         ("search: queue q3, pending", "/jobs?queue=q3&status=pending"),
         ("search: transaction id (unindexed: one window)", "/jobs?transaction_id=tx-42"),
         ("search: a 10-minute range 5 days back", f"/jobs?from={middle}&to={later}"),
         ("search: older page", f"/jobs?before={high - 5_000_000}"),
         ("search: idempotency key (redirect)", "/jobs?idempotency_key=key-500000"),
-        ("job: finished, linked, redriven", f"/jobs/{failed}"), ("job: pending", f"/jobs/{pending}"),
+        ("job: finished, linked, redriven", f"/jobs/{failed}"),
+        ("job: pending", f"/jobs/{pending}"),
     ]
     print(f"== page times: {a.runs} requests each after 2 warm-ups, {os.path.relpath(target, ROOT)}", flush=True)
     proc = console(target)
@@ -228,15 +273,20 @@ def main():
             page = urllib.request.urlopen("http://127.0.0.1:18090/queues").read().decode()
             reads.append(float(re.search(r"read \d+ s ago, in (\d+) ms", page).group(1)))
             time.sleep(3)
-        print(f"   {'the shared read of the figures (background)':48} median {statistics.median(reads):7.1f} ms  "
-              f"range {min(reads):6.1f} – {max(reads):6.1f} ms", flush=True)
+        print(
+            f"   {'the shared read of the figures (background)':48} median {statistics.median(reads):7.1f} ms  "
+            f"range {min(reads):6.1f} – {max(reads):6.1f} ms",
+            flush=True,
+        )
         for name, path in pages:
             for _ in range(2):
                 server_time(path)
             times = [server_time(path) for _ in range(a.runs)]
             worst = max(worst, statistics.median(times))
-            print(f"   {name:48} median {statistics.median(times):7.1f} ms  range {min(times):6.1f} – {max(times):6.1f} ms",
-                  flush=True)
+            print(
+                f"   {name:48} median {statistics.median(times):7.1f} ms  range {min(times):6.1f} – {max(times):6.1f} ms",
+                flush=True,
+            )
     finally:
         proc.terminate()
         proc.wait()

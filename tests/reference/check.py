@@ -41,8 +41,12 @@ QUICK_LOOK = re.compile(r"^## Quick look\n(.*?)(?=^## |\Z)", re.S | re.M)
 def psql(script, database=DATABASE):
     """Runs `script` in one psql session on `database`: its exit status, stdout and
     stderr. VERBOSITY verbose puts the SQLSTATE in each error line (see without_noise)."""
-    out = subprocess.run(["psql", "-X", "-q", "-d", database], text=True, capture_output=True,
-                         input="\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + script)
+    out = subprocess.run(
+        ["psql", "-X", "-q", "-d", database],
+        text=True,
+        capture_output=True,
+        input="\\set VERBOSITY verbose\n\\set SHOW_CONTEXT never\n" + script,
+    )
     return out.returncode, out.stdout, out.stderr
 
 
@@ -61,12 +65,26 @@ def query(sql):
 
 
 def run_examples(blocks, database=DATABASE):
-    subprocess.run(["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {database}",
-                    "-c", f"CREATE DATABASE {database}"], check=True)
+    subprocess.run(
+        [
+            "psql",
+            "-X",
+            "-q",
+            "-d",
+            "postgres",
+            "-c",
+            f"DROP DATABASE IF EXISTS {database}",
+            "-c",
+            f"CREATE DATABASE {database}",
+        ],
+        check=True,
+    )
     # stdout and stderr are read apart: each example echoes a mark to both, so that the
     # two streams can be cut at the same places and put back in order within a block.
-    _, stdout, stderr = psql("".join(f"\\echo '{MARK.format(i)}'\n\\warn '{MARK.format(i)}'\n{sql}"
-                                  for i, (sql, _) in enumerate(blocks)), database)
+    _, stdout, stderr = psql(
+        "".join(f"\\echo '{MARK.format(i)}'\n\\warn '{MARK.format(i)}'\n{sql}" for i, (sql, _) in enumerate(blocks)),
+        database,
+    )
     # psql prints a statement's result before the next statement's error, so within an
     # example the errors follow the results only when the error comes last; the examples
     # are written that way (one failing statement, at the end).
@@ -81,8 +99,11 @@ def split(text, n):
 
 def drop_roles(names):
     """Drops the roles the Quick look creates, and its database (which holds their grants)."""
-    subprocess.run(["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {README_DATABASE}"]
-                   + [a for name in names for a in ("-c", f'DROP ROLE IF EXISTS "{name}"')], check=True)
+    subprocess.run(
+        ["psql", "-X", "-q", "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {README_DATABASE}"]
+        + [a for name in names for a in ("-c", f'DROP ROLE IF EXISTS "{name}"')],
+        check=True,
+    )
 
 
 def check_quick_look(readme, update):
@@ -91,7 +112,7 @@ def check_quick_look(readme, update):
     section = QUICK_LOOK.search(readme)
     blocks = [(m.group(1), m.group(2)) for m in BLOCK.finditer(section.group(1))] if section else []
     if not blocks:
-        return ["README.md: no ```sql block in a \"## Quick look\" section"], readme
+        return ['README.md: no ```sql block in a "## Quick look" section'], readme
     roles = re.findall(r"^CREATE ROLE (\w+)", "".join(sql for sql, _ in blocks), re.M | re.I)
     drop_roles(roles)
     try:
@@ -104,38 +125,45 @@ def check_quick_look(readme, update):
         if expected is None and "ERROR:" in got:
             failures.append(f"README Quick look, block {i + 1} ({first}) failed:\n{got}")
         elif expected is not None and expected != got and not update:
-            failures.append(f"README Quick look, block {i + 1} ({first}):\n--- expected\n"
-                            f"{expected}--- psql printed\n{got}")
+            failures.append(
+                f"README Quick look, block {i + 1} ({first}):\n--- expected\n{expected}--- psql printed\n{got}"
+            )
     if update:
         it = iter(outputs)
 
         def written(m):
             got = next(it)
             return m.group(0) if m.group(2) is None else f"```sql\n{m.group(1)}```\n\n```text\n{got}```\n"
+
         body = BLOCK.sub(written, section.group(1))
-        readme = readme[:section.start(1)] + body + readme[section.end(1):]
+        readme = readme[: section.start(1)] + body + readme[section.end(1) :]
     print(f"README Quick look: {len(blocks)} blocks run, {len(failures)} failures", flush=True)
     return failures, readme
 
 
 def coverage(doc):
     missing = []
-    functions = query("SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid "
-                     "AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e' "
-                     "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs') "
-                     "AND obj_description(p.oid, 'pg_proc') NOT LIKE 'Internal:%';\n")
+    functions = query(
+        "SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid "
+        "AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e' "
+        "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs') "
+        "AND obj_description(p.oid, 'pg_proc') NOT LIKE 'Internal:%';\n"
+    )
     for name in re.findall(r"^\s*(sendjobs_\w+)\s*$", functions, re.M):
         if not re.search(rf"^### `{name}\(", doc, re.M):
             missing.append(f"function {name}")
-    tables = query("SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid "
-                  "AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relkind = 'r' "
-                  "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs');\n")
+    tables = query(
+        "SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid "
+        "AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relkind = 'r' "
+        "WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sendjobs');\n"
+    )
     for name in re.findall(r"^\s*(send\w+)\s*$", tables, re.M):
         if f"'{name}'::regclass" not in doc:
             missing.append(f"table {name}")
     # A call loads the library (sendjobs-<version>: docs/decisions/0001-a-library-per-release.md).
-    settings = query("SELECT count(*) FROM sendjobs_stats();\n"
-                     "SELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n")
+    settings = query(
+        "SELECT count(*) FROM sendjobs_stats();\nSELECT name FROM pg_settings WHERE name LIKE 'sendjobs.%';\n"
+    )
     for name in re.findall(r"^\s*(sendjobs\.\w+)\s*$", settings, re.M):
         if f"`{name}`" not in doc:
             missing.append(f"setting {name}")
@@ -150,8 +178,11 @@ def index_coverage():
     """Every page of docs/ and every decision record, linked from docs/README.md."""
     with open(os.path.join(ROOT, "docs", "README.md")) as f:
         index = f.read()
-    pages = [name for name in sorted(os.listdir(os.path.join(ROOT, "docs")))
-             if name.endswith((".md", ".yaml", ".txt")) and name != "README.md"]
+    pages = [
+        name
+        for name in sorted(os.listdir(os.path.join(ROOT, "docs")))
+        if name.endswith((".md", ".yaml", ".txt")) and name != "README.md"
+    ]
     pages += [f"workers/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "docs", "workers")))]
     pages += [f"decisions/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "docs", "decisions")))]
     return [page for page in pages if f"]({page})" not in index]
@@ -177,15 +208,17 @@ def main(argv):
     else:
         for i, ((sql, expected), got) in enumerate(zip(blocks, outputs)):
             if expected != got:
-                failures.append(f"example {i + 1} ({sql.splitlines()[0]}):\n--- expected\n"
-                                f"{expected}--- psql printed\n{got}")
+                failures.append(
+                    f"example {i + 1} ({sql.splitlines()[0]}):\n--- expected\n{expected}--- psql printed\n{got}"
+                )
     missing = coverage(doc)
     failures += [f"not in docs/reference.md: {m}" for m in missing]
     failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
     for failure in failures:
         print(failure, file=sys.stderr)
-    print(f"reference: {len(blocks)} examples {'written' if update else 'checked'}, "
-          f"{len(failures)} failures", flush=True)
+    print(
+        f"reference: {len(blocks)} examples {'written' if update else 'checked'}, {len(failures)} failures", flush=True
+    )
     return 1 if failures else 0
 
 

@@ -19,8 +19,21 @@ import collections
 import math
 import datetime as dt
 
-from .records import (BUSINESS_OF, FINALIZED, GAVE_UP, GAVE_UP_PREFIX, LIMITED_QUEUE, LIMITS, QUEUES,
-                      REDRIVE_STAMP, STATS_COLUMNS, TERMINAL, TERMINAL_BUSINESS, fmt_ts, ts)
+from .records import (
+    BUSINESS_OF,
+    FINALIZED,
+    GAVE_UP,
+    GAVE_UP_PREFIX,
+    LIMITED_QUEUE,
+    LIMITS,
+    QUEUES,
+    REDRIVE_STAMP,
+    STATS_COLUMNS,
+    TERMINAL,
+    TERMINAL_BUSINESS,
+    fmt_ts,
+    ts,
+)
 
 WITNESSED = ("claim", "heartbeat", "finalize", "cancel")  # the calls that write a witness row
 
@@ -81,8 +94,12 @@ class Evidence:
         for fs in self.fins.values():
             first = next((f for f in fs if f["result"] == "applied"), None)
             for f in fs:
-                if f is not first and first is not None and f["result"] == "applied" \
-                        and f["outcome"] == first["outcome"]:
+                if (
+                    f is not first
+                    and first is not None
+                    and f["result"] == "applied"
+                    and f["outcome"] == first["outcome"]
+                ):
                     f["repeat_of"] = first
         # every finalize and heartbeat of a job, whatever the generation
         self.fenced_calls = collections.defaultdict(list)
@@ -146,6 +163,7 @@ class Evidence:
 # 14. durability: every answer that came back is in the database
 # ----------------------------------------------------------------------------------
 
+
 def check_durability(ev, V, stats):
     """Every claim, heartbeat, finalize and cancel answer that came back to its caller is in
     the database (its witness row survived crashes and failover, with the same answer); no
@@ -156,12 +174,18 @@ def check_durability(ev, V, stats):
     w_claims_by_call = collections.defaultdict(list)
     for c in db["claims"]:
         w_claims_by_call[c["call"]].append(c)
-    witness_by_call = {kind: {w["call"]: w for w in db[table]}
-                       for kind, table in (("heartbeat", "heartbeats"), ("finalize", "finalizes"),
-                                           ("cancel", "cancels"))}
+    witness_by_call = {
+        kind: {w["call"]: w for w in db[table]}
+        for kind, table in (("heartbeat", "heartbeats"), ("finalize", "finalizes"), ("cancel", "cancels"))
+    }
     calls = {c["id"]: c for c in ev.calls}
-    stats.update({f"{k}_{w}": 0 for k in WITNESSED
-                  for w in ("calls", "known", "unknown", "unknown_committed", "unknown_not_committed")})
+    stats.update(
+        {
+            f"{k}_{w}": 0
+            for k in WITNESSED
+            for w in ("calls", "known", "unknown", "unknown_committed", "unknown_not_committed")
+        }
+    )
     stats["finalize_stale"] = stats["finalize_applied"] = stats["claims_invisible"] = 0
     stats["finalize_batched"] = sum(1 for c in ev.calls if c["kind"] == "finalize" and c.get("batch"))
     for call in ev.calls:
@@ -176,9 +200,11 @@ def check_durability(ev, V, stats):
                 seen = sorted((j, g, le) for j, g, le in call["result"])
                 have = sorted((c["job"], c["gen"], c["lease_end"]) for c in got)
                 if seen != have:
-                    V.add("a claim that came back is not in the database (lost commit)",
-                          f"call {call['id']} ({call['worker']}): returned {[(j, g) for j, g, _ in seen]}, "
-                          f"database has {[(j, g) for j, g, _ in have]}")
+                    V.add(
+                        "a claim that came back is not in the database (lost commit)",
+                        f"call {call['id']} ({call['worker']}): returned {[(j, g) for j, g, _ in seen]}, "
+                        f"database has {[(j, g) for j, g, _ in have]}",
+                    )
             elif not call["known"]:
                 stats["claim_unknown"] += 1
                 stats["claim_unknown_committed" if got else "claim_unknown_not_committed"] += 1
@@ -191,14 +217,20 @@ def check_durability(ev, V, stats):
                     stats[f"finalize_{call['result']}"] += 1
                 if w is None or w["result"] != call["result"]:
                     gen = f" gen {call['gen']}" if "gen" in call else ""  # a cancel names no claim
-                    V.add(f"a {kind} answer that came back is not in the database (lost commit)",
-                          f"call {call['id']} job {call['job']}{gen}: "
-                          f"returned {call['result']!r}, database has {w and w['result']!r}")
+                    V.add(
+                        f"a {kind} answer that came back is not in the database (lost commit)",
+                        f"call {call['id']} job {call['job']}{gen}: "
+                        f"returned {call['result']!r}, database has {w and w['result']!r}",
+                    )
             elif not call["known"]:
                 stats[f"{kind}_unknown"] += 1
                 stats[f"{kind}_unknown_committed" if w else f"{kind}_unknown_not_committed"] += 1
-    for table, by_call in (("claims", w_claims_by_call), ("heartbeats", witness_by_call["heartbeat"]),
-                           ("finalizes", witness_by_call["finalize"]), ("cancels", witness_by_call["cancel"])):
+    for table, by_call in (
+        ("claims", w_claims_by_call),
+        ("heartbeats", witness_by_call["heartbeat"]),
+        ("finalizes", witness_by_call["finalize"]),
+        ("cancels", witness_by_call["cancel"]),
+    ):
         for cid in by_call:
             if cid not in calls:
                 V.add("a witness row for a call nobody made", f"harness.{table} call {cid}")
@@ -211,16 +243,23 @@ def check_durability(ev, V, stats):
             if post and post[0] in FINALIZED:
                 j = jobs.get(call["job"])
                 evs = events.get(call["job"], [])
-                if not j or j["status"] != post[0] or j["gen"] != call["gen"] or \
-                        [e["gen"] for e in evs] != [call["gen"]]:
-                    V.add("a finalize that returned applied is lost",
-                          f"job {call['job']} gen {call['gen']} -> {post[0]}: now "
-                          f"{j and (j['status'], j['gen'])}, events {[(e['kind'], e['gen']) for e in evs]}")
+                if (
+                    not j
+                    or j["status"] != post[0]
+                    or j["gen"] != call["gen"]
+                    or [e["gen"] for e in evs] != [call["gen"]]
+                ):
+                    V.add(
+                        "a finalize that returned applied is lost",
+                        f"job {call['job']} gen {call['gen']} -> {post[0]}: now "
+                        f"{j and (j['status'], j['gen'])}, events {[(e['kind'], e['gen']) for e in evs]}",
+                    )
 
 
 # ----------------------------------------------------------------------------------
 # 1. one live claim
 # ----------------------------------------------------------------------------------
+
 
 def check_one_live_claim(ev, V, stats):
     """Consecutive claims of a job: the next one only at/after the previous one's lease end
@@ -235,26 +274,33 @@ def check_one_live_claim(ev, V, stats):
         cs = ev.claims_in_order(jid)
         run_at = due.get(j["key"])
         if cs and run_at is not None and cs[0]["claimed_at"] < run_at:
-            V.add("claimed before it was due",
-                  f"job {jid}: claimed {fmt_ts(cs[0]['claimed_at'])}, due {fmt_ts(run_at)}")
+            V.add(
+                "claimed before it was due", f"job {jid}: claimed {fmt_ts(cs[0]['claimed_at'])}, due {fmt_ts(run_at)}"
+            )
         for prev, nxt in zip(cs, cs[1:]):
             if nxt["claimed_at"] < prev["claimed_at"]:
-                V.add("generation grew while claimed_at went back",
-                      f"job {jid}: gen {prev['gen']} at {fmt_ts(prev['claimed_at'])}, "
-                      f"gen {nxt['gen']} at {fmt_ts(nxt['claimed_at'])}")
+                V.add(
+                    "generation grew while claimed_at went back",
+                    f"job {jid}: gen {prev['gen']} at {fmt_ts(prev['claimed_at'])}, "
+                    f"gen {nxt['gen']} at {fmt_ts(nxt['claimed_at'])}",
+                )
             f = ev.released(jid, prev["gen"])
             if f and f["status"] in FINALIZED:
                 V.add("claimed again after a terminal finalize", f"job {jid}: gen {prev['gen']} -> {nxt['gen']}")
                 continue
             how, until = ev.held_until(jid, prev["gen"], prev)
             if ts(nxt["claimed_at"]) < until and how == "retry":
-                V.add("claimed before it was due",
-                      f"job {jid}: gen {prev['gen']} released by a retry due {fmt_ts(until)}, "
-                      f"gen {nxt['gen']} ({nxt['worker']}) claimed at {fmt_ts(nxt['claimed_at'])}")
+                V.add(
+                    "claimed before it was due",
+                    f"job {jid}: gen {prev['gen']} released by a retry due {fmt_ts(until)}, "
+                    f"gen {nxt['gen']} ({nxt['worker']}) claimed at {fmt_ts(nxt['claimed_at'])}",
+                )
             elif ts(nxt["claimed_at"]) < until:
-                V.add("two claims with overlapping unexpired leases",
-                      f"job {jid}: gen {prev['gen']} ({prev['worker']}) held until {fmt_ts(until)} ({how}), "
-                      f"gen {nxt['gen']} ({nxt['worker']}) claimed at {fmt_ts(nxt['claimed_at'])}")
+                V.add(
+                    "two claims with overlapping unexpired leases",
+                    f"job {jid}: gen {prev['gen']} ({prev['worker']}) held until {fmt_ts(until)} ({how}), "
+                    f"gen {nxt['gen']} ({nxt['worker']}) claimed at {fmt_ts(nxt['claimed_at'])}",
+                )
             if how == "expiry":
                 stats["reclaims_after_expiry"] += 1
                 reclaim_delays.append(ts(nxt["claimed_at"]) - until)
@@ -267,6 +313,7 @@ def check_one_live_claim(ev, V, stats):
 # 2. generations
 # ----------------------------------------------------------------------------------
 
+
 def check_generations(ev, V, stats):
     """Every claim increments the generation once: the witnessed generations of each job
     are exactly 1, 2, 3, ...; the final claim_generation and attempts equal the number
@@ -278,13 +325,16 @@ def check_generations(ev, V, stats):
         if gens != list(range(1, len(gens) + 1)):
             V.add("claim generations not 1, 2, 3, ... (one increment per claim)", f"job {jid}: {gens[:12]}")
         if j["gen"] != len(cs) or j["attempts"] != len(cs):
-            V.add("final claim_generation/attempts differ from the number of claims",
-                  f"job {jid}: gen {j['gen']}, attempts {j['attempts']}, claims witnessed {len(cs)}")
+            V.add(
+                "final claim_generation/attempts differ from the number of claims",
+                f"job {jid}: gen {j['gen']}, attempts {j['attempts']}, claims witnessed {len(cs)}",
+            )
 
 
 # ----------------------------------------------------------------------------------
 # 3. fencing
 # ----------------------------------------------------------------------------------
+
 
 def check_fencing(ev, V):
     """A finalize or heartbeat applies only with the current generation of an in_flight
@@ -302,40 +352,65 @@ def check_fencing(ev, V):
                 V.add("finalize applied with an old generation", f"{where}: the row is at gen {f['post_gen']}")
             nc = ev.next_claim.get((f["job"], f["gen"]))
             if nc is not None and ts(nc["claimed_at"]) <= ts(f["at"]):
-                V.add("finalize applied after its claim was superseded",
-                      f"{where}: applied at {fmt_ts(f['at'])}, gen {nc['gen']} claimed at {fmt_ts(nc['claimed_at'])}")
-            expected = {"sent": ("sent",), "failed": ("failed",),
-                        "retry": ("failed",) if (f["attempts"] or 0) >= (f["max_attempts"] or 0) else ("pending",)}
+                V.add(
+                    "finalize applied after its claim was superseded",
+                    f"{where}: applied at {fmt_ts(f['at'])}, gen {nc['gen']} claimed at {fmt_ts(nc['claimed_at'])}",
+                )
+            expected = {
+                "sent": ("sent",),
+                "failed": ("failed",),
+                "retry": ("failed",) if (f["attempts"] or 0) >= (f["max_attempts"] or 0) else ("pending",),
+            }
             if f["status"] not in expected.get(f["outcome"], ()):
-                V.add("finalize applied but the row says otherwise",
-                      f"{where}: status {f['status']}, attempts {f['attempts']}/{f['max_attempts']}")
+                V.add(
+                    "finalize applied but the row says otherwise",
+                    f"{where}: status {f['status']}, attempts {f['attempts']}/{f['max_attempts']}",
+                )
             firsts = [x for x in ev.fins[(f["job"], f["gen"])] if x["result"] == "applied" and "repeat_of" not in x]
             if len(firsts) > 1 and f is firsts[-1]:
                 V.add("two applied finalizes for one claim", where)
             first = f.get("repeat_of")
-            if first is not None and (f["status"], f["post_gen"], f["attempts"]) != \
-                    (first["status"], first["post_gen"], first["attempts"]):
-                V.add("a repeated finalize changed the job",
-                      f"{where}: {first['status']}, attempts {first['attempts']} after the first call, "
-                      f"{f['status']}, attempts {f['attempts']} after the repeat")
+            if first is not None and (f["status"], f["post_gen"], f["attempts"]) != (
+                first["status"],
+                first["post_gen"],
+                first["attempts"],
+            ):
+                V.add(
+                    "a repeated finalize changed the job",
+                    f"{where}: {first['status']}, attempts {first['attempts']} after the first call, "
+                    f"{f['status']}, attempts {f['attempts']} after the repeat",
+                )
         elif f["result"] == "stale":
             if f["status"] == "in_flight" and f["post_gen"] == f["gen"]:
                 V.add("finalize refused while holding the job", f"{where}: row still in_flight at that generation")
-            first = next((x for x in ev.fins[(f["job"], f["gen"])] if x["result"] == "applied"
-                          and x["outcome"] == f["outcome"] and "repeat_of" not in x), None)
-            if first is not None and ts(first["at"]) < ts(f["txn_start"]) \
-                    and (f["status"], f["post_gen"]) == (first["status"], first["post_gen"]):
-                V.add("a repeated finalize answered stale",
-                      f"{where}: the claim's {first['outcome']} applied at {fmt_ts(first['at'])} "
-                      f"(call {first['call']}), the row still {first['status']} at that generation")
+            first = next(
+                (
+                    x
+                    for x in ev.fins[(f["job"], f["gen"])]
+                    if x["result"] == "applied" and x["outcome"] == f["outcome"] and "repeat_of" not in x
+                ),
+                None,
+            )
+            if (
+                first is not None
+                and ts(first["at"]) < ts(f["txn_start"])
+                and (f["status"], f["post_gen"]) == (first["status"], first["post_gen"])
+            ):
+                V.add(
+                    "a repeated finalize answered stale",
+                    f"{where}: the claim's {first['outcome']} applied at {fmt_ts(first['at'])} "
+                    f"(call {first['call']}), the row still {first['status']} at that generation",
+                )
         else:
             V.add("finalize returned an unknown value", f"{where}: {f['result']!r}")
     for h in ev.db["heartbeats"]:
         where = f"job {h['job']} gen {h['gen']} (call {h['call']})"
         if h["result"] == "applied":
             if h["post_gen"] != h["gen"] or h["status"] != "in_flight":
-                V.add("heartbeat applied with an old generation",
-                      f"{where}: the row is {h['status']} at gen {h['post_gen']}")
+                V.add(
+                    "heartbeat applied with an old generation",
+                    f"{where}: the row is {h['status']} at gen {h['post_gen']}",
+                )
         elif h["result"] == "stale":
             if h["status"] == "in_flight" and h["post_gen"] == h["gen"] and not expired_in_capped_queue(ev, h):
                 V.add("heartbeat refused while holding the job", f"{where}: row still in_flight at that generation")
@@ -362,6 +437,7 @@ def expired_in_capped_queue(ev, h):
 # 4. one event
 # ----------------------------------------------------------------------------------
 
+
 def check_one_event(ev, V):
     """A terminal job never changes again: it has exactly one event, of its kind, its final
     generation and its business row, dated at the job's finished_at (what the purge goes
@@ -373,8 +449,10 @@ def check_one_event(ev, V):
         evs = ev.events.get(jid, [])
         tf = ev.terminal_finalizes.get(jid, [])
         if len(tf) > 1:
-            V.add("job finalized to a terminal state twice",
-                  f"job {jid}: {[(f['gen'], f['outcome'], f['status']) for f in tf]}")
+            V.add(
+                "job finalized to a terminal state twice",
+                f"job {jid}: {[(f['gen'], f['outcome'], f['status']) for f in tf]}",
+            )
         if j["status"] in TERMINAL:
             if len(evs) != 1:
                 V.add("terminal job without exactly one event", f"job {jid} ({j['status']}): {len(evs)} events")
@@ -383,29 +461,41 @@ def check_one_event(ev, V):
                 if e["kind"] != j["status"]:
                     V.add("event kind differs from job status", f"job {jid}: status {j['status']}, event {e['kind']}")
                 if e["gen"] != j["gen"]:
-                    V.add("event generation differs from the final claim_generation",
-                          f"job {jid}: job gen {j['gen']}, event gen {e['gen']}")
+                    V.add(
+                        "event generation differs from the final claim_generation",
+                        f"job {jid}: job gen {j['gen']}, event gen {e['gen']}",
+                    )
                 if e["txn"] != j["txn"]:
                     V.add("event transaction_id differs", f"job {jid}: {j['txn']} vs {e['txn']}")
                 if e["at"] != j["finished_at"]:
-                    V.add("event time differs from the job's finished_at",
-                          f"job {jid}: event {fmt_ts(e['at'])}, finished_at {fmt_ts(j['finished_at'])}")
-            if j["status"] in FINALIZED and not gave_up(j) and \
-                    (not tf or tf[-1]["gen"] != j["gen"] or tf[-1]["status"] != j["status"]):
-                V.add("terminal job not finished by an applied finalize of its last claim",
-                      f"job {jid} ({j['status']}, gen {j['gen']}): applied terminal finalizes "
-                      f"{[(f['gen'], f['status']) for f in tf]}")
+                    V.add(
+                        "event time differs from the job's finished_at",
+                        f"job {jid}: event {fmt_ts(e['at'])}, finished_at {fmt_ts(j['finished_at'])}",
+                    )
+            if (
+                j["status"] in FINALIZED
+                and not gave_up(j)
+                and (not tf or tf[-1]["gen"] != j["gen"] or tf[-1]["status"] != j["status"])
+            ):
+                V.add(
+                    "terminal job not finished by an applied finalize of its last claim",
+                    f"job {jid} ({j['status']}, gen {j['gen']}): applied terminal finalizes "
+                    f"{[(f['gen'], f['status']) for f in tf]}",
+                )
         else:
             if evs:
                 V.add("event for a job that is not terminal", f"job {jid} ({j['status']}): {len(evs)} events")
             if tf:
-                V.add("terminal finalize applied but the job is not terminal",
-                      f"job {jid} is {j['status']}: {[(f['gen'], f['status']) for f in tf]}")
+                V.add(
+                    "terminal finalize applied but the job is not terminal",
+                    f"job {jid} is {j['status']}: {[(f['gen'], f['status']) for f in tf]}",
+                )
 
 
 # ----------------------------------------------------------------------------------
 # 5. guard
 # ----------------------------------------------------------------------------------
+
 
 def check_guard(ev, V):
     """A guarded business row never moves between terminal values: it matches its jobs
@@ -420,8 +510,10 @@ def check_guard(ev, V):
             continue
         moves, value = business_expected(chain)
         if business.get(txn) != value:
-            V.add("business row does not match its job",
-                  f"{txn}: jobs {[(j['id'], j['status']) for j in chain]}, row {business.get(txn)}, expected {value}")
+            V.add(
+                "business row does not match its job",
+                f"{txn}: jobs {[(j['id'], j['status']) for j in chain]}, row {business.get(txn)}, expected {value}",
+            )
         h = history.get(txn, [])
         if h != moves:
             V.add("business row history is not its jobs' stamps", f"{txn}: {h}, expected {moves}")
@@ -435,6 +527,7 @@ def check_guard(ev, V):
 # 6. re-sends
 # ----------------------------------------------------------------------------------
 
+
 def check_resends(ev, V, stats):
     """The partner's record: each re-send (and its claim) came at/after the previous
     sender's lease end or retry time; no two sends under one generation; no send for a
@@ -442,8 +535,14 @@ def check_resends(ev, V, stats):
     while its lease still ran; a `sent` job had a 200 under its final claim. Counts the
     re-sends, duplicate deliveries, zombie sends and sends after their own lease."""
     jobs, claim_of, sends = ev.jobs, ev.claim_of, ev.sends
-    stats.update(resent_jobs=0, resends=0, resends_after_retry=0, resends_after_expiry=0,
-                 duplicate_deliveries=0, sends_after_own_lease=0)
+    stats.update(
+        resent_jobs=0,
+        resends=0,
+        resends_after_retry=0,
+        resends_after_expiry=0,
+        duplicate_deliveries=0,
+        sends_after_own_lease=0,
+    )
     for jid, rs in sends.items():
         # Generations arrive in increasing order, unless a worker sends after its own lease
         # ended (a zombie: the extension cannot stop the send, only fence its finalize).
@@ -454,9 +553,11 @@ def check_resends(ev, V, stats):
                 cb = claim_of.get((jid, b["gen"]))
                 _, until_b = ev.held_until(jid, b["gen"], cb) if cb else ("expiry", 0.0)
                 if b["t"] <= until_b:
-                    V.add("partner saw a generation go backwards while its lease was running",
-                          f"job {jid}: gen {top['gen']} sent at {fmt_ts(top['t'])}, then gen {b['gen']} "
-                          f"at {fmt_ts(b['t'])} (its lease ran until {fmt_ts(until_b)})")
+                    V.add(
+                        "partner saw a generation go backwards while its lease was running",
+                        f"job {jid}: gen {top['gen']} sent at {fmt_ts(top['t'])}, then gen {b['gen']} "
+                        f"at {fmt_ts(b['t'])} (its lease ran until {fmt_ts(until_b)})",
+                    )
                 else:
                     stats["zombie_sends"] = stats.get("zombie_sends", 0) + 1
             if top is None or b["gen"] > top["gen"]:
@@ -465,8 +566,10 @@ def check_resends(ev, V, stats):
         for r in rs:
             c = claim_of.get((jid, r["gen"]))
             if c is None:
-                V.add("partner got a send for a claim the database does not have",
-                      f"job {jid} gen {r['gen']} sent at {fmt_ts(r['t'])}")
+                V.add(
+                    "partner got a send for a claim the database does not have",
+                    f"job {jid} gen {r['gen']} sent at {fmt_ts(r['t'])}",
+                )
                 continue
             if r["t"] + 0.001 < ts(c["claimed_at"]):
                 V.add("send before its claim", f"job {jid} gen {r['gen']}")
@@ -492,9 +595,11 @@ def check_resends(ev, V, stats):
             # The new holder's claim, and the re-send itself, come only after the previous
             # sender lost the job (lease ended) or gave it back (applied retry).
             if ts(cn["claimed_at"]) < until or nxt["t"] < until:
-                V.add("re-send before the previous holder's lease expired (or its retry was due)",
-                      f"job {jid}: gen {prev['gen']} held until {fmt_ts(until)} ({how}); gen {nxt['gen']} "
-                      f"claimed {fmt_ts(cn['claimed_at'])}, sent at {fmt_ts(nxt['t'])}")
+                V.add(
+                    "re-send before the previous holder's lease expired (or its retry was due)",
+                    f"job {jid}: gen {prev['gen']} held until {fmt_ts(until)} ({how}); gen {nxt['gen']} "
+                    f"claimed {fmt_ts(cn['claimed_at'])}, sent at {fmt_ts(nxt['t'])}",
+                )
         j = jobs.get(jid)
         if j and j["status"] == "sent" and not any(r["gen"] == j["gen"] and r["code"] == 200 for r in rs):
             V.add("job sent without a successful send under its final claim", f"job {jid} gen {j['gen']}")
@@ -506,6 +611,7 @@ def check_resends(ev, V, stats):
 # ----------------------------------------------------------------------------------
 # 7. nothing lost
 # ----------------------------------------------------------------------------------
+
 
 def check_nothing_lost(ev, V, stats, require_terminal=True):
     """Every enqueued id (and idempotency key) is still there, one job per key, and every
@@ -540,6 +646,7 @@ def check_nothing_lost(ev, V, stats, require_terminal=True):
 # 8. at most max_attempts sends (giving up)
 # ----------------------------------------------------------------------------------
 
+
 def check_give_up(ev, V, stats):
     """No job is claimed, nor sent to the partner, more than max_attempts times, whatever
     failed. A job that gave up did so on its last attempt, once that claim's lease had
@@ -548,11 +655,14 @@ def check_give_up(ev, V, stats):
     for jid, j in ev.jobs.items():
         claims, sends = len(ev.claims.get(jid, [])), len(ev.sends.get(jid, []))
         if claims > j["max_attempts"]:
-            V.add("claimed more than max_attempts times",
-                  f"job {jid}: {claims} claims, max_attempts {j['max_attempts']}")
+            V.add(
+                "claimed more than max_attempts times", f"job {jid}: {claims} claims, max_attempts {j['max_attempts']}"
+            )
         if sends > j["max_attempts"]:
-            V.add("partner got more sends of a job than its max_attempts",
-                  f"job {jid}: {sends} sends, max_attempts {j['max_attempts']}")
+            V.add(
+                "partner got more sends of a job than its max_attempts",
+                f"job {jid}: {sends} sends, max_attempts {j['max_attempts']}",
+            )
         if gave_up(j):
             check_one_give_up(ev, V, j)
     poison = ev.poison_jobs()
@@ -566,8 +676,9 @@ def check_give_up(ev, V, stats):
     stats["poison_cancelled"] = sum(1 for jid in poison if ev.jobs[jid]["status"] == "cancelled")
     stats["poison_max_sends"] = max((len(ev.sends.get(jid, [])) for jid in poison), default=0)
     stats["poison_sends"] = sum(len(ev.sends.get(jid, [])) for jid in poison)
-    stats["sent_max_attempts_times"] = sum(1 for jid, rs in ev.sends.items()
-                                           if jid in ev.jobs and len(rs) == ev.jobs[jid]["max_attempts"])
+    stats["sent_max_attempts_times"] = sum(
+        1 for jid, rs in ev.sends.items() if jid in ev.jobs and len(rs) == ev.jobs[jid]["max_attempts"]
+    )
 
 
 def check_one_give_up(ev, V, j):
@@ -577,8 +688,10 @@ def check_one_give_up(ev, V, j):
     if not j["last_error"].startswith(GAVE_UP.format(n=n)):
         V.add("gave-up job's last_error does not name its last attempt", f"job {jid}: {j['last_error']!r}")
     if ev.terminal_finalizes.get(jid):
-        V.add("job both finalized and gave up",
-              f"job {jid}: {[(f['gen'], f['outcome']) for f in ev.terminal_finalizes[jid]]}")
+        V.add(
+            "job both finalized and gave up",
+            f"job {jid}: {[(f['gen'], f['outcome']) for f in ev.terminal_finalizes[jid]]}",
+        )
     cs = ev.claims_in_order(jid)
     if not cs:
         return
@@ -586,20 +699,25 @@ def check_one_give_up(ev, V, j):
     t = ts(j["finished_at"])  # the giving-up claim's instant (its event's created_at too)
     _, until = ev.held_until(jid, last["gen"], last)
     if t < until:
-        V.add("gave up while its last lease was running",
-              f"job {jid} gen {last['gen']}: gave up at {fmt_ts(t)}, lease ran until {fmt_ts(until)}")
+        V.add(
+            "gave up while its last lease was running",
+            f"job {jid} gen {last['gen']}: gave up at {fmt_ts(t)}, lease ran until {fmt_ts(until)}",
+        )
     # A finalize of that claim never applies (the job would not have been in_flight to give
     # up); a heartbeat of it applies only before the give-up.
     late = [f for f in ev.fins.get((jid, last["gen"]), []) if f["result"] == "applied"]
     late += [h for h in ev.hbs.get((jid, last["gen"]), []) if h["result"] == "applied" and ts(h["at"]) > t]
     for x in late:
-        V.add("finalize or heartbeat applied after the job gave up",
-              f"job {jid} gen {last['gen']} (call {x['call']}) at {fmt_ts(x['at'])}, gave up at {fmt_ts(t)}")
+        V.add(
+            "finalize or heartbeat applied after the job gave up",
+            f"job {jid} gen {last['gen']} (call {x['call']}) at {fmt_ts(x['at'])}, gave up at {fmt_ts(t)}",
+        )
 
 
 # ----------------------------------------------------------------------------------
 # 10. cancel
 # ----------------------------------------------------------------------------------
+
 
 def check_cancels(ev, V, stats):
     """sendjobs_cancel: an applied cancel left its job cancelled, and it stays so; a
@@ -641,28 +759,37 @@ def check_one_cancel(ev, V, stats, j, w):
     # clock, a moment before): a claim, finalize or heartbeat that starts later must see it.
     t = ts(w["committed_at"] or w["at"])
     if ev.terminal_finalizes.get(jid):
-        V.add("cancelled job was also finished by a finalize",
-              f"job {jid}: {[(f['gen'], f['outcome']) for f in ev.terminal_finalizes[jid]]}")
+        V.add(
+            "cancelled job was also finished by a finalize",
+            f"job {jid}: {[(f['gen'], f['outcome']) for f in ev.terminal_finalizes[jid]]}",
+        )
     for c in ev.claims.get(jid, []):
         if ts(c["claimed_at"]) > t:
-            V.add("claimed after it was cancelled",
-                  f"job {jid} gen {c['gen']} claimed at {fmt_ts(c['claimed_at'])}, cancelled at {fmt_ts(t)}")
+            V.add(
+                "claimed after it was cancelled",
+                f"job {jid} gen {c['gen']} claimed at {fmt_ts(c['claimed_at'])}, cancelled at {fmt_ts(t)}",
+            )
     for x in ev.fenced_calls.get(jid, []):
         if x["result"] == "applied" and ts(x["at"]) > t:
-            V.add("finalize or heartbeat applied after the cancel",
-                  f"job {jid} gen {x['gen']} (call {x['call']}) at {fmt_ts(x['at'])}, cancelled at {fmt_ts(t)}")
+            V.add(
+                "finalize or heartbeat applied after the cancel",
+                f"job {jid} gen {x['gen']} (call {x['call']}) at {fmt_ts(x['at'])}, cancelled at {fmt_ts(t)}",
+            )
     chain = ev.chains.get(j["txn"], [])
     if chain and chain[-1] is j:
         _, unstamped = business_expected(chain)  # what the jobs before it left (pending)
         if ev.db["business"].get(j["txn"]) != unstamped:
-            V.add("cancelled job's business row was stamped",
-                  f"job {jid}: {j['txn']} is {ev.db['business'].get(j['txn'])}, expected {unstamped}")
+            V.add(
+                "cancelled job's business row was stamped",
+                f"job {jid}: {j['txn']} is {ev.db['business'].get(j['txn'])}, expected {unstamped}",
+            )
     stats["sends_after_cancel"] += sum(1 for r in ev.sends.get(jid, []) if r["t"] > t)
 
 
 # ----------------------------------------------------------------------------------
 # 11. redrive
 # ----------------------------------------------------------------------------------
+
 
 def check_redrives(ev, V, stats):
     """sendjobs_redrive: every job with a redrive_of was asked for by a redrive call and
@@ -701,8 +828,10 @@ def check_redrives(ev, V, stats):
             V.add("redriving a job again returned another new job", f"job {old_id}: {sorted(news)}")
         for new_id in news:
             if new_id not in ev.jobs or ev.jobs[new_id]["redrive_of"] != old_id:
-                V.add("a redrive that came back is not in the database (lost commit)",
-                      f"job {old_id} -> {new_id}: {ev.jobs.get(new_id, {}).get('redrive_of', 'no such job')}")
+                V.add(
+                    "a redrive that came back is not in the database (lost commit)",
+                    f"job {old_id} -> {new_id}: {ev.jobs.get(new_id, {}).get('redrive_of', 'no such job')}",
+                )
     news = [n for ns in by_origin.values() for n in ns]
     stats["redriven"] = len(news)
     stats["redriven_outcomes"] = collections.Counter(n["status"] for n in news)
@@ -711,6 +840,7 @@ def check_redrives(ev, V, stats):
 # ----------------------------------------------------------------------------------
 # 12. purge
 # ----------------------------------------------------------------------------------
+
 
 def check_purge(ev, V, stats):
     """sendjobs_purge('1 hour', ...), called while the workers ran: every job seeded as
@@ -730,13 +860,21 @@ def check_purge(ev, V, stats):
     if deleted > len(ctx.seeded_old):
         V.add("purge deleted more than the old jobs", f"{deleted} rows, {len(ctx.seeded_old)} seeded old")
     ours = set(ctx.enqueued.values()) | {c["job"] for c in ev.db["claims"]} | {w["job"] for w in ev.db["cancels"]}
-    ours |= {new for c in ev.calls if c["kind"] == "redrive" and isinstance(c["result"], dict)
-             for new in c["result"].values()}
+    ours |= {
+        new
+        for c in ev.calls
+        if c["kind"] == "redrive" and isinstance(c["result"], dict)
+        for new in c["result"].values()
+    }
     missing = sorted(ours - jobs.keys())
     if missing:
         V.add("a job the run made or claimed is gone", f"{len(missing)}: {missing[:10]}")
-    stats.update(purge_calls=len(purges), purge_unknown=sum(1 for c in purges if not c["known"]),
-                 purged=deleted, purge_old_left=len(left))
+    stats.update(
+        purge_calls=len(purges),
+        purge_unknown=sum(1 for c in purges if not c["known"]),
+        purged=deleted,
+        purge_old_left=len(left),
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -757,8 +895,7 @@ def estimate_allows(got, least, most, width, cluster=1):
     sample that draws one in `width`, each draw counting up to `cluster` rows at once (a
     sampled transaction counts every event it finished: a batch finalize's, up to its
     batch), whose variance grows with the cluster."""
-    slack = max(ESTIMATE_TOLERANCE * most,
-                5 * math.sqrt(max(most, 1) * width * cluster) + 2 * width * cluster)
+    slack = max(ESTIMATE_TOLERANCE * most, 5 * math.sqrt(max(most, 1) * width * cluster) + 2 * width * cluster)
     return least - slack <= got <= most + slack
 
 
@@ -776,6 +913,7 @@ def check_stats(ev, V):
     def count(queue, column, surely, perhaps):
         expected[queue][column][0] += bool(surely)
         expected[queue][column][1] += bool(surely or perhaps)
+
     for j in ev.db["jobs"].values():
         if j["status"] == "pending":
             count(j["queue"], "ready", j["next_at"] <= before, j["next_at"] <= after)
@@ -787,6 +925,7 @@ def check_stats(ev, V):
     for evs in ev.db["events"].values():
         for e in evs:
             count(e["queue"], f"{e['kind']}_5m", e["at"] > after - window, e["at"] > before - window)
+
     # Above 10,000 a count is estimated from a sample (sql/statements/stats.sql): per
     # queue for ready and scheduled; for the 5-minute counts when the window holds more
     # than 10,000 events, and for failed and cancelled when more than 10,000 of those.
@@ -796,6 +935,7 @@ def check_stats(ev, V):
     # pending one never below 10,001; the rest must be exact.
     def window(kinds):
         return sum(expected[q][f"{k}_5m"][1] for q in expected for k in kinds)
+
     all_events = [e for evs in ev.db["events"].values() for e in evs]
     window_xids = [e["xid"] for e in all_events if e["at"] > before - dt.timedelta(minutes=5)]
     events_span = max(e["xid"] for e in all_events) - min(window_xids) + 1 if window_xids else 0
@@ -811,26 +951,35 @@ def check_stats(ev, V):
         for column in STATS_COLUMNS:
             least, most = expected[queue][column]
             got = st["rows"].get(queue, {}).get(column, 0)
-            estimated = (most > 10000 if column in ("ready", "scheduled")
-                         else events_estimated if column == "sent_5m"
-                         else unsent_estimated if column in ("failed_5m", "cancelled_5m")
-                         else False)
+            estimated = (
+                most > 10000
+                if column in ("ready", "scheduled")
+                else events_estimated
+                if column == "sent_5m"
+                else unsent_estimated
+                if column in ("failed_5m", "cancelled_5m")
+                else False
+            )
             if estimated:
                 pending = column in ("ready", "scheduled")
-                ok = (estimate_allows(got, least, most, pending_width if pending else events_width,
-                                      1 if pending else events_per_xid)
-                      and (got > 10000 or not pending))
+                ok = estimate_allows(
+                    got, least, most, pending_width if pending else events_width, 1 if pending else events_per_xid
+                ) and (got > 10000 or not pending)
             else:
                 ok = least <= got <= most
             if not ok:
-                V.add("sendjobs_stats disagrees with the rows",
-                      f"queue {queue}: {column} {got}, the rows say {least}" + (f"..{most}" if most != least else "")
-                      + (" (an estimate)" if estimated else ""))
+                V.add(
+                    "sendjobs_stats disagrees with the rows",
+                    f"queue {queue}: {column} {got}, the rows say {least}"
+                    + (f"..{most}" if most != least else "")
+                    + (" (an estimate)" if estimated else ""),
+                )
 
 
 # ----------------------------------------------------------------------------------
 # 15. the outbox's relay
 # ----------------------------------------------------------------------------------
+
 
 def check_relay(ev, V, stats):
     """The relay (tests/soak/lifecycle.py, consumer `soak`) read every event of the run
@@ -856,6 +1005,7 @@ def check_relay(ev, V, stats):
 # ----------------------------------------------------------------------------------
 # 16-19. flow control: the limited partner's pause, cap, rate and ordering keys
 # ----------------------------------------------------------------------------------
+
 
 def holdings(ev, queue):
     """The claims of `queue`'s jobs as (start, end, job, gen): from the claim's instant to
@@ -889,15 +1039,20 @@ def holdings(ev, queue):
 def check_pause(ev, V, stats):
     """Invariant 16: no claim of the limited partner's jobs starts between a pause that
     surely committed (its answer came back) and the first resume sent after it."""
-    windows = [(c["paused_by"], c["resume_sent"]) for c in ev.calls
-               if c["kind"] == "pause" and c.get("paused_by") and c.get("resume_sent")]
+    windows = [
+        (c["paused_by"], c["resume_sent"])
+        for c in ev.calls
+        if c["kind"] == "pause" and c.get("paused_by") and c.get("resume_sent")
+    ]
     stats["pauses"] = len(windows)
     for start, _, jid, gen in holdings(ev, LIMITED_QUEUE):
         for paused_by, resume_sent in windows:
             if paused_by < start < resume_sent:
-                V.add("claimed from a paused queue",
-                      f"job {jid} gen {gen} claimed at {fmt_ts(start)}, paused by {fmt_ts(paused_by)}, "
-                      f"resumed from {fmt_ts(resume_sent)}")
+                V.add(
+                    "claimed from a paused queue",
+                    f"job {jid} gen {gen} claimed at {fmt_ts(start)}, paused by {fmt_ts(paused_by)}, "
+                    f"resumed from {fmt_ts(resume_sent)}",
+                )
 
 
 def check_cap(ev, V, stats):
@@ -914,9 +1069,11 @@ def check_cap(ev, V, stats):
         if n > LIMITS["max_in_flight"]:
             # The holds at that instant, for the report: job/gen from..to.
             at = [f"{j}/{g} {fmt_ts(s0)}..{fmt_ts(e0)}" for s0, e0, j, g in held if s0 <= start < e0]
-            V.add("more jobs in flight than the queue's cap",
-                  f"{n} of {LIMITED_QUEUE} at {fmt_ts(start)} (job {jid} gen {gen}), cap {LIMITS['max_in_flight']}:"
-                  f" {'; '.join(at)}")
+            V.add(
+                "more jobs in flight than the queue's cap",
+                f"{n} of {LIMITED_QUEUE} at {fmt_ts(start)} (job {jid} gen {gen}), cap {LIMITS['max_in_flight']}:"
+                f" {'; '.join(at)}",
+            )
     stats["cap_peak"] = peak
 
 
@@ -936,9 +1093,11 @@ def check_rate(ev, V, stats):
             lowest = (a, k)
     if worst is not None and worst[0] > burst - 1 + 1e-6:
         _, i, j = worst
-        V.add("claimed faster than the queue's rate",
-              f"{j - i + 1} claims of {LIMITED_QUEUE} from {fmt_ts(times[i])} to {fmt_ts(times[j])}: "
-              f"at most {rate * (times[j] - times[i]) + burst:.2f} (rate {rate}, burst {burst})")
+        V.add(
+            "claimed faster than the queue's rate",
+            f"{j - i + 1} claims of {LIMITED_QUEUE} from {fmt_ts(times[i])} to {fmt_ts(times[j])}: "
+            f"at most {rate * (times[j] - times[i]) + burst:.2f} (rate {rate}, burst {burst})",
+        )
     stats["rate_claims"] = len(times)
 
 
@@ -971,13 +1130,15 @@ def check_ordering_keys(ev, V, stats):
         if key is not None:
             by_key[key].append((start, end, jid, gen, commit[(jid, gen)]))
     for key, hs in by_key.items():
-        for a_start, a_end, a_job, a_gen, a_commit in hs:
+        for _a_start, a_end, a_job, a_gen, a_commit in hs:
             for b_start, _, b_job, b_gen, b_commit in hs:
                 if b_job != a_job and a_commit <= b_start and b_commit <= a_end:
-                    V.add("two jobs of one ordering key in flight",
-                          f"key {key}: job {a_job} gen {a_gen} held from {fmt_ts(a_commit)} to at least "
-                          f"{fmt_ts(a_end)}, job {b_job} gen {b_gen} claimed at {fmt_ts(b_start)} and "
-                          f"committed at {fmt_ts(b_commit)}")
+                    V.add(
+                        "two jobs of one ordering key in flight",
+                        f"key {key}: job {a_job} gen {a_gen} held from {fmt_ts(a_commit)} to at least "
+                        f"{fmt_ts(a_end)}, job {b_job} gen {b_gen} claimed at {fmt_ts(b_start)} and "
+                        f"committed at {fmt_ts(b_commit)}",
+                    )
     finish_began = {}
     for jid, j in ev.jobs.items():
         if j["status"] in TERMINAL:
@@ -1007,13 +1168,15 @@ def check_ordering_keys(ev, V, stats):
             began = finish_began.get(older)
             if began is None or first < began:
                 o, y = ev.jobs[older], ev.jobs[younger]
-                V.add("a job of an ordering key claimed before an older one finished",
-                      f"key {key}: job {younger}'s claim committed at {fmt_ts(first)}, job {older} "
-                      f"{'began to finish at ' + fmt_ts(began) if began is not None else 'unfinished'}"
-                      f" (job {older}: created {fmt_ts(ts(o['created_at']))}, redrive of {o['redrive_of']},"
-                      f" status {o['status']}; job {younger}: created {fmt_ts(ts(y['created_at']))},"
-                      f" redrive of {y['redrive_of']}; claims of {older}:"
-                      f" {[(c['gen'], fmt_ts(ts(c['claimed_at']))) for c in ev.claims_in_order(older)]})")
+                V.add(
+                    "a job of an ordering key claimed before an older one finished",
+                    f"key {key}: job {younger}'s claim committed at {fmt_ts(first)}, job {older} "
+                    f"{'began to finish at ' + fmt_ts(began) if began is not None else 'unfinished'}"
+                    f" (job {older}: created {fmt_ts(ts(o['created_at']))}, redrive of {o['redrive_of']},"
+                    f" status {o['status']}; job {younger}: created {fmt_ts(ts(y['created_at']))},"
+                    f" redrive of {y['redrive_of']}; claims of {older}:"
+                    f" {[(c['gen'], fmt_ts(ts(c['claimed_at']))) for c in ev.claims_in_order(older)]})",
+                )
     stats["ordered_claims"] = ordered
     stats["ordered_committed_after"] = committed_after
 
@@ -1021,6 +1184,7 @@ def check_ordering_keys(ev, V, stats):
 # ----------------------------------------------------------------------------------
 # 21. the fair share: a claim from any queue serves every queue with due jobs
 # ----------------------------------------------------------------------------------
+
 
 class FairShare:
     """What invariant 21 is checked against. The run has three queues and claims of 10, so
@@ -1043,8 +1207,7 @@ class FairShare:
         self.under_way = {}
         for kind in ("claim", "cancel"):
             calls = [c for c in ev.calls if c["kind"] == kind]
-            self.under_way[kind] = (sorted(c["t0"] for c in calls),
-                                    sorted(c.get("t1") or float("inf") for c in calls))
+            self.under_way[kind] = (sorted(c["t0"] for c in calls), sorted(c.get("t1") or float("inf") for c in calls))
         made_by, producer = ev.made_by, ev.enqueued_by_producer
         cancel_sent = {}
         for c in ev.calls:
@@ -1077,15 +1240,17 @@ class FairShare:
         ended = bisect.bisect_right(self.ends[queue], t_commit)
         w = self.by_start[queue]
         # ended by t_commit, but begun after t_claim: not among the begun
-        late = sum(1 for s, e in w[begun:bisect.bisect_right(self.starts[queue], t_commit)] if e <= t_commit)
+        late = sum(1 for s, e in w[begun : bisect.bisect_right(self.starts[queue], t_commit)] if e <= t_commit)
         return begun - (ended - late)
 
     def slack(self, t_claim, t_commit):
         """How many rows other transactions may have held locked between t_claim and
         t_commit without claiming them (this claim's own call is one of those under way)."""
+
         def overlapping(kind):
             sent, answered = self.under_way[kind]
             return bisect.bisect_right(sent, t_commit) - bisect.bisect_left(answered, t_claim)
+
         return 3 * self.batch * max(0, overlapping("claim") - 1) + overlapping("cancel")
 
     def claims(self):
@@ -1131,9 +1296,11 @@ def check_fair_share(ev, V, stats):
                 continue
             compared += 1
             if queues[q] == 0:
-                V.add("a claim from any queue passed over a queue with due jobs",
-                      f"call {call} of {worker} at {fmt_ts(t_claim)} (committed {fmt_ts(t_commit)}) took "
-                      f"{dict(queues)}, none of {q}'s {waiting} due jobs waiting throughout")
+                V.add(
+                    "a claim from any queue passed over a queue with due jobs",
+                    f"call {call} of {worker} at {fmt_ts(t_claim)} (committed {fmt_ts(t_commit)}) took "
+                    f"{dict(queues)}, none of {q}'s {waiting} due jobs waiting throughout",
+                )
     stats["fair_share_claims"] = claims
     stats["fair_share_compared"] = compared
 
@@ -1141,6 +1308,7 @@ def check_fair_share(ev, V, stats):
 # ----------------------------------------------------------------------------------
 # all of them
 # ----------------------------------------------------------------------------------
+
 
 def count_outcomes(ev, stats):
     """The counts the summary prints: jobs by final status, events, partner requests by
@@ -1154,11 +1322,13 @@ def count_outcomes(ev, stats):
     stats["partner_codes"] = collections.Counter(r["code"] for r in partner_requests)
     stats["stale_finalizes"] = sum(1 for f in db["finalizes"] if f["result"] == "stale")
     stats["repeated_finalizes"] = sum(1 for f in db["finalizes"] if "repeat_of" in f)
-    stats["late_stale"] = sum(1 for c in ev.calls if c["kind"] == "finalize" and c.get("late")
-                              and c["result"] == "stale")
+    stats["late_stale"] = sum(
+        1 for c in ev.calls if c["kind"] == "finalize" and c.get("late") and c["result"] == "stale"
+    )
     stats["failed_direct"] = sum(1 for f in db["finalizes"] if f["result"] == "applied" and f["outcome"] == "failed")
-    stats["failed_by_max_attempts"] = sum(1 for f in db["finalizes"] if f["result"] == "applied"
-                                          and f["outcome"] == "retry" and f["status"] == "failed")
+    stats["failed_by_max_attempts"] = sum(
+        1 for f in db["finalizes"] if f["result"] == "applied" and f["outcome"] == "retry" and f["status"] == "failed"
+    )
 
 
 def check_everything(ctx, db, partner_requests, stats, require_terminal=True):

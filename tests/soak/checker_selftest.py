@@ -45,8 +45,7 @@ def _mutations(ctx):
         return sorted((r for r in sends if r["job"] == jid), key=lambda r: r["gen"])
 
     def known(calls, kind, pred=lambda c: True):
-        return (c for c in calls if c["kind"] == kind and c["known"] and c["result"] not in (None, "error")
-                and pred(c))
+        return (c for c in calls if c["kind"] == kind and c["known"] and c["result"] not in (None, "error") and pred(c))
 
     def reclaimed_after_expiry(db):
         fins = {(f["job"], f["gen"]) for f in db["finalizes"] if f["result"] == "applied"}
@@ -78,6 +77,7 @@ def _mutations(ctx):
         def deco(fn):
             M.append((check, doc, fn))
             return fn
+
         return deco
 
     @m("a claim that came back is not in the database (lost commit)", "drop the witness row of a returned claim")
@@ -98,8 +98,18 @@ def _mutations(ctx):
 
     @m("a witness row for a call nobody made", "add a witness row with an unknown call id")
     def _(db, sends, calls, plans, enq):
-        db["heartbeats"].append(dict(db["heartbeats"][0] if db["heartbeats"] else {}, call=10 ** 12, job=-1, gen=1,
-                                     result="stale", status="sent", post_gen=1, lease_end=None))
+        db["heartbeats"].append(
+            dict(
+                db["heartbeats"][0] if db["heartbeats"] else {},
+                call=10**12,
+                job=-1,
+                gen=1,
+                result="stale",
+                status="sent",
+                post_gen=1,
+                lease_end=None,
+            )
+        )
 
     @m("job lost", "remove an enqueued job")
     def _(db, sends, calls, plans, enq):
@@ -108,7 +118,7 @@ def _mutations(ctx):
     @m("idempotency key created a second job", "a second job with an existing key")
     def _(db, sends, calls, plans, enq):
         j = _first(jobs_with(db, lambda j: j["key"]), "job")
-        db["jobs"][10 ** 12] = dict(j, id=10 ** 12)
+        db["jobs"][10**12] = dict(j, id=10**12)
 
     @m("job not terminal at the end", "a job left pending")
     def _(db, sends, calls, plans, enq):
@@ -243,8 +253,10 @@ def _mutations(ctx):
 
     @m("a finalize that returned applied is lost", "the event of a job whose finalize came back applied is gone")
     def _(db, sends, calls, plans, enq):
-        c = _first(known(calls, "finalize", lambda c: c["result"] == "applied" and c.get("post")
-                         and c["post"][0] in TERMINAL), "applied terminal finalize")
+        c = _first(
+            known(calls, "finalize", lambda c: c["result"] == "applied" and c.get("post") and c["post"][0] in TERMINAL),
+            "applied terminal finalize",
+        )
         db["events"][c["job"]] = []
 
     @m("business row does not match its job", "a sent job's business row still pending")
@@ -261,8 +273,10 @@ def _mutations(ctx):
         j = _first(jobs_with(db, lambda j: j["status"] == "sent"), "sent job")
         db["history"][j["txn"]].append(("success", "failed"))
 
-    @m("partner saw a generation go backwards while its lease was running",
-       "a newer generation's send arrives before an older one")
+    @m(
+        "partner saw a generation go backwards while its lease was running",
+        "a newer generation's send arrives before an older one",
+    )
     def _(db, sends, calls, plans, enq):
         for j in jobs_with(db, lambda j: j["gen"] >= 2):
             rs = sends_of(sends, j["id"])
@@ -273,7 +287,7 @@ def _mutations(ctx):
 
     @m("partner got a send for a claim the database does not have", "a send under a generation nobody claimed")
     def _(db, sends, calls, plans, enq):
-        sends.append(dict(sends[0], gen=10 ** 6))
+        sends.append(dict(sends[0], gen=10**6))
 
     @m("send before its claim", "a send dated a second before its claim")
     def _(db, sends, calls, plans, enq):
@@ -285,8 +299,10 @@ def _mutations(ctx):
     def _(db, sends, calls, plans, enq):
         sends.append(dict(sends[0], t=sends[0]["t"] + 0.0001))
 
-    @m("re-send before the previous holder's lease expired (or its retry was due)",
-       "a re-send dated at the previous send")
+    @m(
+        "re-send before the previous holder's lease expired (or its retry was due)",
+        "a re-send dated at the previous send",
+    )
     def _(db, sends, calls, plans, enq):
         for j in jobs_with(db, lambda j: j["gen"] >= 2):
             rs = sends_of(sends, j["id"])
@@ -342,8 +358,15 @@ def _mutations(ctx):
     @m("finalize or heartbeat applied after the job gave up", "a late heartbeat of the last claim applied")
     def _(db, sends, calls, plans, enq):
         j = _first(jobs_with(db, gave_up), "job that gave up")
-        h = dict(_first(db["heartbeats"], "heartbeat"), job=j["id"], gen=j["gen"], result="applied", status="failed",
-                 post_gen=j["gen"], at=j["finished_at"] + dt.timedelta(seconds=1))
+        h = dict(
+            _first(db["heartbeats"], "heartbeat"),
+            job=j["id"],
+            gen=j["gen"],
+            result="applied",
+            status="failed",
+            post_gen=j["gen"],
+            at=j["finished_at"] + dt.timedelta(seconds=1),
+        )
         db["heartbeats"].append(h)
 
     @m("poison job did not give up", "a poison job failed by a finalize")
@@ -388,21 +411,45 @@ def _mutations(ctx):
     def _(db, sends, calls, plans, enq):
         j, w, t = applied_cancel(db)
         f = _first(applied(db, lambda f: True), "applied finalize")
-        db["finalizes"].append(dict(f, job=j["id"], gen=j["gen"], outcome="sent", status="sent", post_gen=j["gen"],
-                                    at=t - dt.timedelta(seconds=1)))
+        db["finalizes"].append(
+            dict(
+                f,
+                job=j["id"],
+                gen=j["gen"],
+                outcome="sent",
+                status="sent",
+                post_gen=j["gen"],
+                at=t - dt.timedelta(seconds=1),
+            )
+        )
 
     @m("claimed after it was cancelled", "a claim a second after the cancel committed")
     def _(db, sends, calls, plans, enq):
         j, w, t = applied_cancel(db)
-        db["claims"].append(dict(_first(db["claims"], "claim"), job=j["id"], gen=j["gen"] + 1,
-                                 claimed_at=t + dt.timedelta(seconds=1), lease_end=t + dt.timedelta(seconds=2)))
+        db["claims"].append(
+            dict(
+                _first(db["claims"], "claim"),
+                job=j["id"],
+                gen=j["gen"] + 1,
+                claimed_at=t + dt.timedelta(seconds=1),
+                lease_end=t + dt.timedelta(seconds=2),
+            )
+        )
 
     @m("finalize or heartbeat applied after the cancel", "an applied heartbeat a second after the cancel")
     def _(db, sends, calls, plans, enq):
         j, w, t = applied_cancel(db)
-        db["heartbeats"].append(dict(_first(db["heartbeats"], "heartbeat"), job=j["id"], gen=j["gen"],
-                                     result="applied", status="in_flight", post_gen=j["gen"],
-                                     at=t + dt.timedelta(seconds=1)))
+        db["heartbeats"].append(
+            dict(
+                _first(db["heartbeats"], "heartbeat"),
+                job=j["id"],
+                gen=j["gen"],
+                result="applied",
+                status="in_flight",
+                post_gen=j["gen"],
+                at=t + dt.timedelta(seconds=1),
+            )
+        )
 
     @m("cancelled job's business row was stamped", "a cancelled job's business row stamped failed")
     def _(db, sends, calls, plans, enq):
@@ -419,13 +466,13 @@ def _mutations(ctx):
     @m("failed job redriven twice", "a second new job for one failed job")
     def _(db, sends, calls, plans, enq):
         _, new = redriven(db)
-        db["jobs"][10 ** 12] = dict(new, id=10 ** 12)
+        db["jobs"][10**12] = dict(new, id=10**12)
 
     @m("a job redriven that nobody redrove", "a new job for a failed job no redrive call named")
     def _(db, sends, calls, plans, enq):
         asked = {i for c in calls if c["kind"] == "redrive" for i in c["ids"]}
         old = _first(jobs_with(db, lambda j: j["status"] == "failed" and j["id"] not in asked), "failed job")
-        db["jobs"][10 ** 12] = dict(old, id=10 ** 12, redrive_of=old["id"], key=None)
+        db["jobs"][10**12] = dict(old, id=10**12, redrive_of=old["id"], key=None)
 
     @m("redrive_of names a job that is not failed", "the redriven job became sent")
     def _(db, sends, calls, plans, enq):
@@ -438,7 +485,7 @@ def _mutations(ctx):
     @m("redriving a job again returned another new job", "a second redrive of a job answered another new id")
     def _(db, sends, calls, plans, enq):
         c = _first(known(calls, "redrive", lambda c: isinstance(c["result"], dict) and c["result"]), "redrive")
-        calls.append(dict(c, id=10 ** 12, result={k: v + 10 ** 6 for k, v in c["result"].items()}))
+        calls.append(dict(c, id=10**12, result={k: v + 10**6 for k, v in c["result"].items()}))
 
     # -- purge -----------------------------------------------------------------------------
 
@@ -459,12 +506,12 @@ def _mutations(ctx):
     def _(db, sends, calls, plans, enq):
         del db["jobs"][redriven(db)[1]["id"]]
 
-
     # -- stats -----------------------------------------------------------------------------
 
-    @m("sendjobs_stats disagrees with the rows",
-       "100,000 sent events too many in a queue's last 5 minutes (outside an estimate's "
-       "allowance as well)")
+    @m(
+        "sendjobs_stats disagrees with the rows",
+        "100,000 sent events too many in a queue's last 5 minutes (outside an estimate's allowance as well)",
+    )
     def _(db, sends, calls, plans, enq):
         _first(db["stats"]["rows"].values(), "stats row")["sent_5m"] += 100_000
 
@@ -480,24 +527,26 @@ def _mutations(ctx):
     def copies(c, jobs, **fields):
         """Claims of other jobs of the limited partner, as claim c was made (a claim that took
         more than the limits allow, or the key's rule)."""
-        return [dict(c, job=j, gen=10 ** 6 + n, call=10 ** 12 + n, **fields) for n, j in enumerate(jobs)]
+        return [dict(c, job=j, gen=10**6 + n, call=10**12 + n, **fields) for n, j in enumerate(jobs)]
 
     @m("more jobs in flight than the queue's cap", "one claim of the capped queue took its cap's worth more")
     def _(db, sends, calls, plans, enq):
         c = _first(limited_claims(db), "claim of the limited queue")
         others = [j for j in sorted(db["jobs"]) if db["jobs"][j]["queue"] == LIMITED_QUEUE and j != c["job"]]
-        db["claims"] += copies(c, others[:LIMITS["max_in_flight"]])
+        db["claims"] += copies(c, others[: LIMITS["max_in_flight"]])
 
     @m("claimed faster than the queue's rate", "a burst's worth of claims more, at one instant, each released at once")
     def _(db, sends, calls, plans, enq):
         c = _first(limited_claims(db), "claim of the limited queue")
         others = [j for j in sorted(db["jobs"]) if db["jobs"][j]["queue"] == LIMITED_QUEUE and j != c["job"]]
-        db["claims"] += copies(c, others[:LIMITS["burst"]], lease_end=c["claimed_at"])
+        db["claims"] += copies(c, others[: LIMITS["burst"]], lease_end=c["claimed_at"])
 
     @m("claimed from a paused queue", "a claim of the paused partner in the middle of a pause")
     def _(db, sends, calls, plans, enq):
-        p = _first((c for c in calls if c["kind"] == "pause" and c.get("paused_by") and c.get("resume_sent")),
-                   "pause that came back")
+        p = _first(
+            (c for c in calls if c["kind"] == "pause" and c.get("paused_by") and c.get("resume_sent")),
+            "pause that came back",
+        )
         c = _first(limited_claims(db), "claim of the limited queue")
         at = dt.datetime.fromtimestamp((p["paused_by"] + p["resume_sent"]) / 2, dt.timezone.utc)
         c.update(claimed_at=at, lease_end=at)
@@ -520,8 +569,10 @@ def _mutations(ctx):
         during = c["committed_at"] + dt.timedelta(microseconds=1)
         db["claims"] += copies(c, [younger], claimed_at=during, committed_at=during)
 
-    @m("a job of an ordering key claimed before an older one finished",
-       "a younger job's first claim made (and committed) before its key's older job was claimed")
+    @m(
+        "a job of an ordering key claimed before an older one finished",
+        "a younger job's first claim made (and committed) before its key's older job was claimed",
+    )
     def _(db, sends, calls, plans, enq):
         # Just before the older job's first claim, and after its enqueue came back (the
         # checker compares only jobs known committed when the younger's claim began).
@@ -530,28 +581,35 @@ def _mutations(ctx):
         def just_before_first_claim(jid):
             return claims_of(db, jid)[0]["claimed_at"] - dt.timedelta(milliseconds=1)
 
-        older, younger = key_pair(db, lambda j: came_back.get(j, float("inf"))
-                                   < just_before_first_claim(j).timestamp())
+        older, younger = key_pair(db, lambda j: came_back.get(j, float("inf")) < just_before_first_claim(j).timestamp())
         early = just_before_first_claim(older)
         for c in claims_of(db, younger)[:1]:
             c.update(claimed_at=early, lease_end=early, committed_at=early)
 
     # -- the fair share ----------------------------------------------------------------
 
-    @m("a claim from any queue passed over a queue with due jobs",
-       "a claim from any queue without its jobs of one queue, while many of that queue's waited (the claim "
-       "in one order across the queues that 0.3.1 made)")
+    @m(
+        "a claim from any queue passed over a queue with due jobs",
+        "a claim from any queue without its jobs of one queue, while many of that queue's waited (the claim "
+        "in one order across the queues that 0.3.1 made)",
+    )
     def _(db, sends, calls, plans, enq):
-        run = types.SimpleNamespace(record=types.SimpleNamespace(calls=calls), plans=plans,
-                                    seeded_old=ctx.seeded_old, seeded_recent=ctx.seeded_recent,
-                                    args=getattr(ctx, "args", None))
+        run = types.SimpleNamespace(
+            record=types.SimpleNamespace(calls=calls),
+            plans=plans,
+            seeded_old=ctx.seeded_old,
+            seeded_recent=ctx.seeded_recent,
+            args=getattr(ctx, "args", None),
+        )
         fair = FairShare(Evidence(run, db, sends))
         for call, _, t_claim, t_commit, queues in fair.claims():
             for q in QUEUES:
-                if 0 < queues[q] < sum(queues.values()) and \
-                        fair.waiting(q, t_claim, t_commit) > fair.slack(t_claim, t_commit):
-                    db["claims"] = [w for w in db["claims"]
-                                    if not (w["call"] == call and db["jobs"][w["job"]]["queue"] == q)]
+                if 0 < queues[q] < sum(queues.values()) and fair.waiting(q, t_claim, t_commit) > fair.slack(
+                    t_claim, t_commit
+                ):
+                    db["claims"] = [
+                        w for w in db["claims"] if not (w["call"] == call and db["jobs"][w["job"]]["queue"] == q)
+                    ]
                     return
         raise LookupError("no claim from any queue that took two queues' jobs while many waited")
 

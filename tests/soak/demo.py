@@ -64,30 +64,35 @@ def setup_and_enqueue(ctx, conn):
         ctx.plans[p["key"]] = p
     t0 = time.monotonic()
     for k in range(0, len(plans), 1000):
-        ctx.note_enqueued(enqueue_chunk(conn, plans[k:k + 1000]))
+        ctx.note_enqueued(enqueue_chunk(conn, plans[k : k + 1000]))
     print(f"   enqueued {len(ctx.enqueued)} jobs in {time.monotonic() - t0:.2f} s")
 
     # Idempotency: enqueueing the same keys again (with another payload) creates nothing.
     again = plans[: min(50, len(plans))]
     with conn.cursor() as cur:
         for p in again:
-            cur.execute("SELECT sendjobs_enqueue(%s::jsonb, %s, NULL, %s, %s)",
-                        (json.dumps({"duplicate": True}), p["queue"], p["txn"], p["key"]))
+            cur.execute(
+                "SELECT sendjobs_enqueue(%s::jsonb, %s, NULL, %s, %s)",
+                (json.dumps({"duplicate": True}), p["queue"], p["txn"], p["key"]),
+            )
             jid = cur.fetchone()[0]
             if jid != ctx.enqueued[p["key"]]:
-                ctx.violations.add("idempotency key created a second job",
-                                   f"{p['key']}: first {ctx.enqueued[p['key']]}, again {jid}")
+                ctx.violations.add(
+                    "idempotency key created a second job", f"{p['key']}: first {ctx.enqueued[p['key']]}, again {jid}"
+                )
         cur.execute("SELECT count(*), count(*) FILTER (WHERE payload ? 'duplicate') FROM send_jobs")
         n, dup = cur.fetchone()
     if n != len(plans) or dup:
-        ctx.violations.add("idempotency key created a second job",
-                           f"{n} jobs for {len(plans)} keys, {dup} with the duplicate payload")
+        ctx.violations.add(
+            "idempotency key created a second job", f"{n} jobs for {len(plans)} keys, {dup} with the duplicate payload"
+        )
     print(f"   re-enqueued {len(again)} idempotency keys: still {n} jobs")
 
 
 # ----------------------------------------------------------------------------------
 # guard demonstrations (after the run)
 # ----------------------------------------------------------------------------------
+
 
 def guard_demo(ctx, notes):
     V = ctx.violations
@@ -102,8 +107,10 @@ def guard_demo(ctx, notes):
             del conn.notices[:]
             cur.execute("UPDATE transactions SET status = 'success', updated_at = now() WHERE id = %s", (txn,))
             ok = cur.rowcount == 1 and not [n for n in conn.notices if "WARNING" in n]
-            notes.append(f"same-value update success -> success on {txn}: "
-                         f"{'passes' if ok else 'NOT passed'} (rowcount {cur.rowcount})")
+            notes.append(
+                f"same-value update success -> success on {txn}: "
+                f"{'passes' if ok else 'NOT passed'} (rowcount {cur.rowcount})"
+            )
             if not ok:
                 V.add("guard refused a same-value update", f"{txn}: rowcount {cur.rowcount}")
             # guard_action = error: the statement fails.
@@ -113,8 +120,10 @@ def guard_demo(ctx, notes):
                 V.add("guard_action=error did not raise", f"{txn}: rowcount {cur.rowcount}")
                 notes.append("guard_action=error: NO error raised")
             except psycopg2.Error as e:
-                notes.append(f"guard_action=error: success -> failed fails with SQLSTATE {e.pgcode}: "
-                             f"{(e.pgerror or '').strip().splitlines()[0]}")
+                notes.append(
+                    f"guard_action=error: success -> failed fails with SQLSTATE {e.pgcode}: "
+                    f"{(e.pgerror or '').strip().splitlines()[0]}"
+                )
             cur.execute("RESET sendjobs.guard_action")
             cur.execute("SELECT status FROM transactions WHERE id = %s", (txn,))
             if cur.fetchone()[0] != "success":
@@ -129,8 +138,10 @@ def guard_demo(ctx, notes):
             cur.execute("SELECT status FROM transactions WHERE id = 'exit-demo'")
             steps.append((target, cur.fetchone()[0]))
         expect = [("pending", "pending"), ("success", "success"), ("failed", "success")]
-        notes.append("exit demo on 'exit-demo': failed -> pending (allowed), pending -> success (allowed),"
-                     " success -> failed (refused): " + ("as expected" if steps == expect else f"GOT {steps}"))
+        notes.append(
+            "exit demo on 'exit-demo': failed -> pending (allowed), pending -> success (allowed),"
+            " success -> failed (refused): " + ("as expected" if steps == expect else f"GOT {steps}")
+        )
         if steps != expect:
             V.add("guard exits not honoured", f"exit-demo steps {steps}, expected {expect}")
     finally:
@@ -142,11 +153,16 @@ def guard_demo(ctx, notes):
 # main
 # ----------------------------------------------------------------------------------
 
+
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--host", default=os.environ.get("PGHOST") or "127.0.0.1",
-                   help="host, or the folder of the server's socket (PGHOST)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument(
+        "--host",
+        default=os.environ.get("PGHOST") or "127.0.0.1",
+        help="host, or the folder of the server's socket (PGHOST)",
+    )
     p.add_argument("--port", type=int, default=int(os.environ.get("PGPORT") or 5432), help="(PGPORT)")
     p.add_argument("--user", default=os.environ.get("PGUSER") or "postgres", help="(PGUSER)")
     p.add_argument("--password", default=os.environ.get("PGPASSWORD"), help="(PGPASSWORD)")
@@ -174,15 +190,24 @@ def parse_args():
 def main():
     args = parse_args()
     t_start = time.monotonic()
-    print(f"== sendjobs demo: {args.jobs} jobs, {args.workers} workers, batch {args.batch}, "
-          f"lease {args.lease_seconds:g} s, seed {args.seed}", flush=True)
+    print(
+        f"== sendjobs demo: {args.jobs} jobs, {args.workers} workers, batch {args.batch}, "
+        f"lease {args.lease_seconds:g} s, seed {args.seed}",
+        flush=True,
+    )
     print(f"   faults per batch: die {args.p_die:.0%}, stall {args.p_stall:.0%}, slow send {args.p_slow:.0%}")
 
     target = Target(args.host, args.port, args.user, args.dbname, args.password)
     partner = Partner(args.seed)
-    ctx = Context(args, target, partner.url,
-                  [("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
-                   ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'")])
+    ctx = Context(
+        args,
+        target,
+        partner.url,
+        [
+            ("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
+            ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'"),
+        ],
+    )
     conn = connect(target, "sendjobs-demo main")
     print("-- setup")
     setup_and_enqueue(ctx, conn)
@@ -207,10 +232,12 @@ def main():
         elapsed = time.monotonic() - t_run
         try:
             with conn.cursor() as cur:
-                cur.execute("SELECT count(*) FILTER (WHERE status NOT IN ('sent', 'failed')),"
-                            "       count(*) FILTER (WHERE status = 'sent'),"
-                            "       count(*) FILTER (WHERE status = 'failed'),"
-                            "       count(*) FILTER (WHERE status = 'in_flight') FROM send_jobs")
+                cur.execute(
+                    "SELECT count(*) FILTER (WHERE status NOT IN ('sent', 'failed')),"
+                    "       count(*) FILTER (WHERE status = 'sent'),"
+                    "       count(*) FILTER (WHERE status = 'failed'),"
+                    "       count(*) FILTER (WHERE status = 'in_flight') FROM send_jobs"
+                )
                 open_, sent, failed, in_flight = cur.fetchone()
         except psycopg2.Error:
             ctx.violations.unexpected_error("progress poll")
@@ -221,14 +248,19 @@ def main():
         if live or finished or elapsed - last_print >= 3.0:
             last_print = elapsed
             c = ctx.record.counters
-            line = (f"   t={elapsed:5.1f}s  terminal {sent + failed}/{args.jobs} (sent {sent}, failed {failed}),"
-                    f" in_flight {in_flight}; deaths {c['fault_kill']}, stalls {c['fault_pause']},"
-                    f" stale finalizes {c['finalize_stale']}, guard refusals {c['guard_refusals']}")
+            line = (
+                f"   t={elapsed:5.1f}s  terminal {sent + failed}/{args.jobs} (sent {sent}, failed {failed}),"
+                f" in_flight {in_flight}; deaths {c['fault_kill']}, stalls {c['fault_pause']},"
+                f" stale finalizes {c['finalize_stale']}, guard refusals {c['guard_refusals']}"
+            )
             print(f"\r{line}\x1b[K" if live else line, end="\n" if finished or not live else "", flush=True)
         if finished:
             break
         if elapsed > args.timeout:
-            print(("\n" if live else "") + f"!! timeout: {open_} jobs still not terminal after {args.timeout:g} s", flush=True)
+            print(
+                ("\n" if live else "") + f"!! timeout: {open_} jobs still not terminal after {args.timeout:g} s",
+                flush=True,
+            )
             break
         if not any(w.is_alive() for w in workers):
             print(("\n" if live else "") + "!! every worker has exited", flush=True)

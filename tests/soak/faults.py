@@ -21,6 +21,7 @@ from .workers import close_quietly, connect
 # terminating a worker's backend
 # ----------------------------------------------------------------------------------
 
+
 class Killer:
     """Terminates worker backends with pg_terminate_backend, from its own connection."""
 
@@ -61,6 +62,7 @@ class Killer:
 # ----------------------------------------------------------------------------------
 # server crashes
 # ----------------------------------------------------------------------------------
+
 
 class Crasher(threading.Thread):
     """Stops the server with `pg_ctl -m immediate` every ~crash_every seconds, restarts it."""
@@ -191,45 +193,62 @@ END $$;
 BROKEN = {
     "finalize-ignores-generation": dict(
         doc="sendjobs_finalize that applies to any in_flight row, whatever the generation",
-        sql=BROKEN_FINALIZE.format(generation_fence="", stamp_condition="")),
+        sql=BROKEN_FINALIZE.format(generation_fence="", stamp_condition=""),
+    ),
     "finalize-no-stamp-at-max-attempts": dict(
         doc="sendjobs_finalize (fenced) that forgets the business row's stamp when a retry hits max_attempts",
-        sql=BROKEN_FINALIZE.format(generation_fence="AND claim_generation = p_gen",
-                                   stamp_condition="AND p_outcome <> 'retry'")),
+        sql=BROKEN_FINALIZE.format(
+            generation_fence="AND claim_generation = p_gen", stamp_condition="AND p_outcome <> 'retry'"
+        ),
+    ),
     "claim-wrong-clock": dict(
         doc="sendjobs_claim that judges a stuck job by its scheduled time (docs/contract.md, bug 1)",
-        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="next_attempt_at + l <= t",
-                                generation="j.claim_generation + 1"), no_poison=True),
+        sql=BROKEN_CLAIM.format(
+            due="next_attempt_at <= t", expired="next_attempt_at + l <= t", generation="j.claim_generation + 1"
+        ),
+        no_poison=True,
+    ),
     "claim-ignores-schedule": dict(
         doc="sendjobs_claim that takes pending jobs before their next_attempt_at",
-        sql=BROKEN_CLAIM.format(due="true", expired="lease_expires_at <= t",
-                                generation="j.claim_generation + 1"), no_poison=True),
+        sql=BROKEN_CLAIM.format(due="true", expired="lease_expires_at <= t", generation="j.claim_generation + 1"),
+        no_poison=True,
+    ),
     "claim-reuses-generation": dict(
         doc="sendjobs_claim that does not increment claim_generation when it takes an expired lease",
-        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="lease_expires_at <= t",
-                                generation="CASE WHEN j.status = 'pending' THEN j.claim_generation + 1"
-                                           " ELSE j.claim_generation END"), no_poison=True),
+        sql=BROKEN_CLAIM.format(
+            due="next_attempt_at <= t",
+            expired="lease_expires_at <= t",
+            generation="CASE WHEN j.status = 'pending' THEN j.claim_generation + 1 ELSE j.claim_generation END",
+        ),
+        no_poison=True,
+    ),
     "claim-never-gives-up": dict(
         doc="sendjobs_claim that hands an expired lease out again whatever the attempts (0.1.0's claim):"
-            " poison jobs are sent forever",
-        sql=BROKEN_CLAIM.format(due="next_attempt_at <= t", expired="lease_expires_at <= t",
-                                generation="j.claim_generation + 1")),
+        " poison jobs are sent forever",
+        sql=BROKEN_CLAIM.format(
+            due="next_attempt_at <= t", expired="lease_expires_at <= t", generation="j.claim_generation + 1"
+        ),
+    ),
     "finalize-spurious-stale": dict(
         doc="sendjobs_finalize that now and then answers 'stale' to the current claim (a fence too strict)",
-        sql=BROKEN_SPURIOUS_STALE),
+        sql=BROKEN_SPURIOUS_STALE,
+    ),
     "heartbeat-ignores-generation": dict(
-        doc="sendjobs_heartbeat that extends any in_flight row, whoever holds it",
-        sql=BROKEN_HEARTBEAT),
+        doc="sendjobs_heartbeat that extends any in_flight row, whoever holds it", sql=BROKEN_HEARTBEAT
+    ),
     "drop-guard": dict(
         doc="DROP TRIGGER zz_sendjobs_guard_terminal on the business table mid-run",
-        midrun="DROP TRIGGER zz_sendjobs_guard_terminal ON public.transactions"),
+        midrun="DROP TRIGGER zz_sendjobs_guard_terminal ON public.transactions",
+    ),
     "delete-jobs": dict(
         doc="a rogue session deletes a few pending jobs mid-run",
         midrun="DELETE FROM public.send_jobs WHERE id IN"
-               " (SELECT id FROM public.send_jobs WHERE status = 'pending' ORDER BY id LIMIT 3)"),
+        " (SELECT id FROM public.send_jobs WHERE status = 'pending' ORDER BY id LIMIT 3)",
+    ),
     "async-standby": dict(
         doc="--failover with an asynchronous standby that is cut off mid-run: acknowledged commits are lost",
-        failover_only=True),
+        failover_only=True,
+    ),
 }
 
 # What the checker must report for each variant (at least one of these checks);
@@ -241,8 +260,10 @@ EXPECTED = {
     "claim-ignores-schedule": ["claimed before it was due"],
     "finalize-spurious-stale": ["finalize refused while holding the job"],
     "claim-reuses-generation": ["claim generations not 1, 2, 3, ... (one increment per claim)"],
-    "claim-never-gives-up": ["claimed more than max_attempts times",
-                             "partner got more sends of a job than its max_attempts"],
+    "claim-never-gives-up": [
+        "claimed more than max_attempts times",
+        "partner got more sends of a job than its max_attempts",
+    ],
     "heartbeat-ignores-generation": ["heartbeat applied with an old generation"],
     "drop-guard": ["history shows a move between success and failed"],
     "delete-jobs": ["job lost"],
@@ -253,6 +274,7 @@ EXPECTED = {
 # ----------------------------------------------------------------------------------
 # what the broken variants do mid-run
 # ----------------------------------------------------------------------------------
+
 
 def detach_standby(standby):
     """Cuts the standby off its primary (async-standby variant): an empty primary_conninfo

@@ -89,8 +89,7 @@ class Operator(threading.Thread):
         super().__init__(name="operator", daemon=True)
         self.ctx = ctx
         self.rng = stable_rng(ctx.args.seed, "operator")
-        self.every = {"cancel": cancel_every, "redrive": redrive_every, "purge": purge_every,
-                      "pause": pause_every}
+        self.every = {"cancel": cancel_every, "redrive": redrive_every, "purge": purge_every, "pause": pause_every}
         self.conn = None
         self.redriven = {}  # failed job -> its new job, from redrives that came back
         self.paused_call = None  # the pause call whose queue is not known to be resumed
@@ -164,7 +163,7 @@ class Operator(threading.Thread):
 
     def cancel(self):
         r, status = self.rng.random(), CANCEL_TARGETS[-1][0]
-        for status, share in CANCEL_TARGETS:
+        for status, share in CANCEL_TARGETS:  # noqa: B007 (the status the loop stops at is the pick)
             if r < share:
                 break
             r -= share
@@ -178,6 +177,7 @@ class Operator(threading.Thread):
             cur.execute(CANCEL_WITNESS_SQL, (call["id"], ids[0], result, ids[0]))
             cur.execute("COMMIT")
             return result
+
         call = self.call("cancel", cancel_with_witness, job=ids[0], aimed_at=status)
         self.ctx.record.count(f"cancel_{call['result']}")
 
@@ -195,6 +195,7 @@ class Operator(threading.Thread):
         def redrive(cur, call):
             cur.execute("SELECT id, new_id FROM sendjobs_redrive(%s::bigint[])", (ids,))
             return dict(cur.fetchall())
+
         call = self.call("redrive", redrive, ids=ids, expect=expect)
         if isinstance(call["result"], dict):
             self.redriven.update(call["result"])
@@ -227,6 +228,7 @@ class Operator(threading.Thread):
         def purge(cur, call):
             cur.execute("SELECT sendjobs_purge(%s::interval, %s)", (PURGE_OLDER_THAN, PURGE_BATCH))
             return cur.fetchone()[0]
+
         call = self.call("purge", purge)
         self.ctx.record.count("purged", call["result"])
 
@@ -234,6 +236,7 @@ class Operator(threading.Thread):
 # ----------------------------------------------------------------------------------
 # the relay
 # ----------------------------------------------------------------------------------
+
 
 class Relay(threading.Thread):
     """Reads the outbox as consumer `soak` (created after the seeding: the seeded jobs
@@ -293,4 +296,3 @@ class Relay(threading.Thread):
         finally:
             close_quietly(self.conn)
             self.conn = None
-

@@ -41,8 +41,9 @@ class Partner:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 code = partner.decide(body, t, self.headers)
                 payload = body.get("payload")
-                delay = float(self.headers.get("X-Delay")
-                              or (payload.get("delay") if isinstance(payload, dict) else 0) or 0)
+                delay = float(
+                    self.headers.get("X-Delay") or (payload.get("delay") if isinstance(payload, dict) else 0) or 0
+                )
                 if delay > 0:
                     time.sleep(delay)
                 reply = json.dumps({"ok": code == 200, "code": code}).encode()
@@ -89,11 +90,16 @@ class Partner:
                 code = 500
             else:
                 code = 200
-            self.requests.append({
-                "job": int(body.get("job_id")), "gen": int(body.get("claim_generation")),
-                "worker": headers.get("X-Worker"), "key": headers.get("Idempotency-Key"),
-                "t": t, "code": code,
-            })
+            self.requests.append(
+                {
+                    "job": int(body.get("job_id")),
+                    "gen": int(body.get("claim_generation")),
+                    "worker": headers.get("X-Worker"),
+                    "key": headers.get("Idempotency-Key"),
+                    "t": t,
+                    "code": code,
+                }
+            )
         return code
 
     def start(self):

@@ -61,10 +61,10 @@ LIMITED_QUEUE = "initech"
 LIMITS = {"max_in_flight": 4, "rate": 40.0, "burst": 8}
 ORDERING_KEYS = 12
 TERMINAL = ("sent", "failed", "cancelled")  # finished: the job never changes again
-FINALIZED = ("sent", "failed")              # what an applied terminal finalize (or a give-up) leaves
+FINALIZED = ("sent", "failed")  # what an applied terminal finalize (or a give-up) leaves
 TERMINAL_BUSINESS = ("success", "failed")
 BUSINESS_OF = {"sent": "success", "failed": "failed"}  # a cancel stamps nothing
-REDRIVE_STAMP = "pending"                              # the link's on_redrive (its default)
+REDRIVE_STAMP = "pending"  # the link's on_redrive (its default)
 # How sendjobs_claim words the last_error of a job that gave up (invariant 8).
 GAVE_UP_PREFIX = "sendjobs: gave up: "
 GAVE_UP = GAVE_UP_PREFIX + "the lease of attempt {n} of {n} expired"
@@ -73,6 +73,7 @@ GAVE_UP = GAVE_UP_PREFIX + "the lease of attempt {n} of {n} expired"
 # ----------------------------------------------------------------------------------
 # small helpers
 # ----------------------------------------------------------------------------------
+
 
 def stable_rng(*parts):
     """A random.Random seeded from the parts, independent of PYTHONHASHSEED."""
@@ -141,6 +142,7 @@ class Violations:
 # the harness's record
 # ----------------------------------------------------------------------------------
 
+
 class Record:
     """Every worker call and what came back (None = unknown), plus counters."""
 
@@ -152,8 +154,15 @@ class Record:
 
     def new_call(self, kind, worker, **fields):
         with self.lock:
-            call = {"id": next(self._ids), "kind": kind, "worker": worker, "t0": time.time(),
-                    "result": None, "known": False, **fields}
+            call = {
+                "id": next(self._ids),
+                "kind": kind,
+                "worker": worker,
+                "t0": time.time(),
+                "result": None,
+                "known": False,
+                **fields,
+            }
             self.calls.append(call)
         return call
 
@@ -281,22 +290,51 @@ SELECT %s, %s, %s, status, claim_generation FROM public.send_jobs WHERE id = %s"
 # reading the database back, for the checker
 # ----------------------------------------------------------------------------------
 
+
 def read_database(conn):
     """Everything the checker needs from the database, as plain dicts."""
     db = {}
     with conn.cursor() as cur:
-        cur.execute("SELECT id, status, claim_generation, attempts, max_attempts, transaction_id,"
-                    "       idempotency_key, next_attempt_at, lease_expires_at, finished_at, last_error,"
-                    "       redrive_of, queue, payload, ordering_key, created_at FROM public.send_jobs")
-        db["jobs"] = {r[0]: dict(zip(("id", "status", "gen", "attempts", "max_attempts", "txn", "key",
-                                      "next_at", "lease_end", "finished_at", "last_error", "redrive_of",
-                                      "queue", "payload", "ordering_key", "created_at"), r)) for r in cur.fetchall()}
-        cur.execute("SELECT job_id, transaction_id, kind, claim_generation, created_at, queue,"
-                    "       event_xid::text::bigint FROM public.send_job_events")
+        cur.execute(
+            "SELECT id, status, claim_generation, attempts, max_attempts, transaction_id,"
+            "       idempotency_key, next_attempt_at, lease_expires_at, finished_at, last_error,"
+            "       redrive_of, queue, payload, ordering_key, created_at FROM public.send_jobs"
+        )
+        db["jobs"] = {
+            r[0]: dict(
+                zip(
+                    (
+                        "id",
+                        "status",
+                        "gen",
+                        "attempts",
+                        "max_attempts",
+                        "txn",
+                        "key",
+                        "next_at",
+                        "lease_end",
+                        "finished_at",
+                        "last_error",
+                        "redrive_of",
+                        "queue",
+                        "payload",
+                        "ordering_key",
+                        "created_at",
+                    ),
+                    r,
+                )
+            )
+            for r in cur.fetchall()
+        }
+        cur.execute(
+            "SELECT job_id, transaction_id, kind, claim_generation, created_at, queue,"
+            "       event_xid::text::bigint FROM public.send_job_events"
+        )
         db["events"] = collections.defaultdict(list)
         for job_id, txn, kind, gen, created_at, queue, xid in cur.fetchall():
-            db["events"][job_id].append({"txn": txn, "kind": kind, "gen": gen, "at": created_at, "queue": queue,
-                                         "xid": xid})
+            db["events"][job_id].append(
+                {"txn": txn, "kind": kind, "gen": gen, "at": created_at, "queue": queue, "xid": xid}
+            )
         cur.execute("SELECT id, status FROM public.transactions")
         db["business"] = dict(cur.fetchall())
         cur.execute("SELECT transaction_id, old_status, new_status FROM public.transaction_history ORDER BY id")
@@ -304,35 +342,76 @@ def read_database(conn):
         for txn, old, new in cur.fetchall():
             db["history"][txn].append((old, new))
         # A claim's commit time too (the ordering keys' check: tests/soak/checker.py).
-        cur.execute("SELECT call_id, job, gen, claimed_at, lease_end, worker,"
-                    "       CASE WHEN current_setting('track_commit_timestamp')::bool"
-                    "            THEN pg_xact_commit_timestamp(xmin) END"
-                    "  FROM harness.claims ORDER BY id")
-        db["claims"] = [dict(zip(("call", "job", "gen", "claimed_at", "lease_end", "worker", "committed_at"), r))
-                        for r in cur.fetchall()]
-        cur.execute("SELECT call_id, job, gen, result, status_after, gen_after, lease_end, at"
-                    "  FROM harness.heartbeats ORDER BY id")
-        db["heartbeats"] = [dict(zip(("call", "job", "gen", "result", "status", "post_gen", "lease_end", "at"), r))
-                            for r in cur.fetchall()]
-        cur.execute("SELECT call_id, job, gen, outcome, result, status_after, gen_after, next_at, attempts,"
-                    "       max_attempts, txn_start, at FROM harness.finalizes ORDER BY id")
-        db["finalizes"] = [dict(zip(("call", "job", "gen", "outcome", "result", "status", "post_gen", "next_at",
-                                     "attempts", "max_attempts", "txn_start", "at"), r)) for r in cur.fetchall()]
+        cur.execute(
+            "SELECT call_id, job, gen, claimed_at, lease_end, worker,"
+            "       CASE WHEN current_setting('track_commit_timestamp')::bool"
+            "            THEN pg_xact_commit_timestamp(xmin) END"
+            "  FROM harness.claims ORDER BY id"
+        )
+        db["claims"] = [
+            dict(zip(("call", "job", "gen", "claimed_at", "lease_end", "worker", "committed_at"), r))
+            for r in cur.fetchall()
+        ]
+        cur.execute(
+            "SELECT call_id, job, gen, result, status_after, gen_after, lease_end, at"
+            "  FROM harness.heartbeats ORDER BY id"
+        )
+        db["heartbeats"] = [
+            dict(zip(("call", "job", "gen", "result", "status", "post_gen", "lease_end", "at"), r))
+            for r in cur.fetchall()
+        ]
+        cur.execute(
+            "SELECT call_id, job, gen, outcome, result, status_after, gen_after, next_at, attempts,"
+            "       max_attempts, txn_start, at FROM harness.finalizes ORDER BY id"
+        )
+        db["finalizes"] = [
+            dict(
+                zip(
+                    (
+                        "call",
+                        "job",
+                        "gen",
+                        "outcome",
+                        "result",
+                        "status",
+                        "post_gen",
+                        "next_at",
+                        "attempts",
+                        "max_attempts",
+                        "txn_start",
+                        "at",
+                    ),
+                    r,
+                )
+            )
+            for r in cur.fetchall()
+        ]
         cur.execute("SELECT job FROM harness.relayed ORDER BY id")
         db["relayed"] = [r[0] for r in cur.fetchall()]
         # A cancel's commit time, as the server recorded it (NULL where the setting is off).
-        cur.execute("SELECT call_id, job, result, status_after, gen_after, at,"
-                    "       CASE WHEN current_setting('track_commit_timestamp')::bool"
-                    "            THEN pg_xact_commit_timestamp(xmin) END"
-                    "  FROM harness.cancels ORDER BY id")
-        db["cancels"] = [dict(zip(("call", "job", "result", "status", "post_gen", "at", "committed_at"), r))
-                         for r in cur.fetchall()]
+        cur.execute(
+            "SELECT call_id, job, result, status_after, gen_after, at,"
+            "       CASE WHEN current_setting('track_commit_timestamp')::bool"
+            "            THEN pg_xact_commit_timestamp(xmin) END"
+            "  FROM harness.cancels ORDER BY id"
+        )
+        db["cancels"] = [
+            dict(zip(("call", "job", "result", "status", "post_gen", "at", "committed_at"), r)) for r in cur.fetchall()
+        ]
         db["stats"] = read_stats(cur)
     return db
 
 
-STATS_COLUMNS = ("ready", "scheduled", "in_flight", "expired", "at_last_attempt", "sent_5m", "failed_5m",
-                 "cancelled_5m")
+STATS_COLUMNS = (
+    "ready",
+    "scheduled",
+    "in_flight",
+    "expired",
+    "at_last_attempt",
+    "sent_5m",
+    "failed_5m",
+    "cancelled_5m",
+)
 
 
 def read_stats(cur):

@@ -73,8 +73,15 @@ TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # these, as the soak has always run: WAL for a streaming standby (--failover), and a
 # checkpoint at least every minute; and commit timestamps, so that the checker knows
 # when each cancel committed (no claim may start after it).
-SOAK_SETTINGS = ("max_connections=100", "wal_level=replica", "max_wal_senders=5", "checkpoint_timeout=60s",
-                 "max_wal_size=512MB", "wal_sender_timeout=10s", "track_commit_timestamp=on")
+SOAK_SETTINGS = (
+    "max_connections=100",
+    "wal_level=replica",
+    "max_wal_senders=5",
+    "checkpoint_timeout=60s",
+    "max_wal_size=512MB",
+    "wal_sender_timeout=10s",
+    "track_commit_timestamp=on",
+)
 
 
 # ----------------------------------------------------------------------------------
@@ -82,24 +89,53 @@ SOAK_SETTINGS = ("max_connections=100", "wal_level=replica", "max_wal_senders=5"
 # ----------------------------------------------------------------------------------
 
 PRESETS = {
-    "short": dict(progress_every=5, jobs=2000, workers=8, min_duration=40, max_duration=100, crash_every=12,
-                  min_crashes=3, min_faults=150),
-    "long": dict(progress_every=20, jobs=100_000, workers=10, min_duration=60, max_duration=5400, crash_every=25,
-                 min_crashes=10, min_faults=1000),
-    "failover": dict(progress_every=5, jobs=1500, workers=8, min_duration=45, max_duration=100, crash_every=0,
-                     min_crashes=0, min_faults=100, failover_at=22),
+    "short": dict(
+        progress_every=5,
+        jobs=2000,
+        workers=8,
+        min_duration=40,
+        max_duration=100,
+        crash_every=12,
+        min_crashes=3,
+        min_faults=150,
+    ),
+    "long": dict(
+        progress_every=20,
+        jobs=100_000,
+        workers=10,
+        min_duration=60,
+        max_duration=5400,
+        crash_every=25,
+        min_crashes=10,
+        min_faults=1000,
+    ),
+    "failover": dict(
+        progress_every=5,
+        jobs=1500,
+        workers=8,
+        min_duration=45,
+        max_duration=100,
+        crash_every=0,
+        min_crashes=0,
+        min_faults=100,
+        failover_at=22,
+    ),
 }
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--short", action="store_true", help="about a minute: crashes, every fault (default)")
     mode.add_argument("--long", action="store_true", help=">= 100,000 jobs, 1,000 faults, 10 server crashes")
     mode.add_argument("--failover", action="store_true", help="primary + synchronous standby, promoted mid-run")
-    mode.add_argument("--prove-checker", action="store_true",
-                      help="run every broken variant; pass only if the checker catches each one")
+    mode.add_argument(
+        "--prove-checker",
+        action="store_true",
+        help="run every broken variant; pass only if the checker catches each one",
+    )
     p.add_argument("--break", dest="broken", choices=sorted(BROKEN), help="run a deliberately broken variant")
     p.add_argument("--workdir", help="where the clusters live (default: a new temporary folder, removed)")
     p.add_argument("--jobs", type=int, help="at least this many jobs")
@@ -122,18 +158,37 @@ def parse_args(argv=None):
     p.add_argument("--p-term-claim", type=float, default=0.03)
     p.add_argument("--p-term-send", type=float, default=0.03)
     p.add_argument("--p-term-finalize", type=float, default=0.04)
-    p.add_argument("--finalize-batch-share", type=float, default=0.5,
-                   help="share of workers that finalize each batch with one sendjobs_finalize_batch call per outcome")
+    p.add_argument(
+        "--finalize-batch-share",
+        type=float,
+        default=0.5,
+        help="share of workers that finalize each batch with one sendjobs_finalize_batch call per outcome",
+    )
     p.add_argument("--pause-extra", type=float, default=1.5, help="a pause lasts lease + up to this")
-    p.add_argument("--p-poison", type=float, default=0.005,
-                   help="share of jobs that are poison (their worker dies or hangs on every attempt)")
-    p.add_argument("--old-jobs", type=int, default=3000,
-                   help="jobs seeded as finished a day ago, for the purge to delete while the workers run")
-    p.add_argument("--recent-jobs", type=int, default=100,
-                   help="jobs seeded as created a day ago but finished 10 minutes ago: the purge must keep them")
+    p.add_argument(
+        "--p-poison",
+        type=float,
+        default=0.005,
+        help="share of jobs that are poison (their worker dies or hangs on every attempt)",
+    )
+    p.add_argument(
+        "--old-jobs",
+        type=int,
+        default=3000,
+        help="jobs seeded as finished a day ago, for the purge to delete while the workers run",
+    )
+    p.add_argument(
+        "--recent-jobs",
+        type=int,
+        default=100,
+        help="jobs seeded as created a day ago but finished 10 minutes ago: the purge must keep them",
+    )
     p.add_argument("--backoff-ms", type=int, default=150, help="sendjobs.retry_backoff_base for the workers")
-    p.add_argument("--self-test-checker", action="store_true",
-                   help="after a clean run, mutate copies of its records once per check: each must fire")
+    p.add_argument(
+        "--self-test-checker",
+        action="store_true",
+        help="after a clean run, mutate copies of its records once per check: each must fire",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--progress-every", type=float, help="seconds between progress lines")
     a = p.parse_args(argv)
@@ -161,6 +216,7 @@ def main(argv=None):
 
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     try:
@@ -178,8 +234,11 @@ def run(args, workdir, clusters):
     t_start = time.monotonic()
     broken = BROKEN.get(args.broken) if args.broken else None
     title = f"sendjobs soak ({args.preset}{', BROKEN: ' + args.broken if broken else ''})"
-    print(f"== {title}: >= {args.jobs} jobs, {args.workers} workers, batch {args.batch}, leases "
-          f"{args.leases} s, seed {args.seed}", flush=True)
+    print(
+        f"== {title}: >= {args.jobs} jobs, {args.workers} workers, batch {args.batch}, leases "
+        f"{args.leases} s, seed {args.seed}",
+        flush=True,
+    )
     if broken:
         print(f"   broken on purpose: {broken['doc']}")
         if broken.get("no_poison"):
@@ -201,8 +260,11 @@ def run(args, workdir, clusters):
     else:
         primary.start()
     target = Target("127.0.0.1", primary.port, "postgres", "postgres")
-    where = f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}" \
-        if standby else f"server on 127.0.0.1:{primary.port}"
+    where = (
+        f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}"
+        if standby
+        else f"server on 127.0.0.1:{primary.port}"
+    )
     if args.broken == "async-standby":
         where = where.replace("synchronous standby", "ASYNCHRONOUS standby")
     print(f"-- setup: {where} (fsync on, synchronous_commit on)", flush=True)
@@ -215,8 +277,10 @@ def run(args, workdir, clusters):
         cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'sendjobs'")
         print(f"   extension sendjobs {cur.fetchone()[0]}; transactions guarded and linked; witness tables")
     seeded_old, seeded_recent = seed_finished_jobs(conn, args.old_jobs, args.recent_jobs)
-    print(f"   seeded {len(seeded_old)} jobs finished a day ago (to purge) and {len(seeded_recent)} finished"
-          f" 10 minutes ago (to keep), each its own event")
+    print(
+        f"   seeded {len(seeded_old)} jobs finished a day ago (to purge) and {len(seeded_recent)} finished"
+        f" 10 minutes ago (to keep), each its own event"
+    )
     Relay.create_consumer(conn)
     if standby:
         state = wait_for_standby(conn, args)
@@ -224,8 +288,10 @@ def run(args, workdir, clusters):
 
     partner = Partner(args.seed)
     partner.start()
-    settings = [("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
-                ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'")]
+    settings = [
+        ("sendjobs.retry_backoff_base", f"'{args.backoff_ms}ms'"),
+        ("sendjobs.retry_backoff_max", f"'{4 * args.backoff_ms}ms'"),
+    ]
     if broken and broken.get("sql"):
         settings.append(("search_path", "soak_broken, public"))
     ctx = Context(args, target, partner.url, settings)
@@ -284,15 +350,20 @@ def run(args, workdir, clusters):
             target.set_port(standby.port)
             ctx.record.count("fault_failover")
             failover_done = True
-            print(f"   t={elapsed:5.1f}s  FAILOVER: primary stopped (-m immediate), standby promoted in "
-                  f"{time.monotonic() - t0:.1f} s; workers now go to 127.0.0.1:{standby.port}", flush=True)
+            print(
+                f"   t={elapsed:5.1f}s  FAILOVER: primary stopped (-m immediate), standby promoted in "
+                f"{time.monotonic() - t0:.1f} s; workers now go to 127.0.0.1:{standby.port}",
+                flush=True,
+            )
 
         try:
             if monitor is None or monitor.closed:
                 monitor = connect(target, "soak monitor", timeout=2)
             with monitor.cursor() as cur:
-                cur.execute("SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending'),"
-                            "       (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')")
+                cur.execute(
+                    "SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending'),"
+                    "       (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')"
+                )
                 pending, in_flight = cur.fetchone()
                 open_ = pending + in_flight
         except psycopg2.Error:
@@ -300,9 +371,13 @@ def run(args, workdir, clusters):
             monitor = None
 
         if phase == "chaos":
-            enough = (elapsed >= args.min_duration and len(ctx.enqueued) >= args.jobs
-                      and faults >= args.min_faults and crashes >= args.min_crashes
-                      and (not standby or failover_done))
+            enough = (
+                elapsed >= args.min_duration
+                and len(ctx.enqueued) >= args.jobs
+                and faults >= args.min_faults
+                and crashes >= args.min_crashes
+                and (not standby or failover_done)
+            )
             if enough or elapsed >= args.max_duration or (crasher and crasher.error):
                 targets_met = enough
                 phase = "drain"
@@ -312,8 +387,10 @@ def run(args, workdir, clusters):
                     crasher.halt.set()
                     with cluster_lock:  # a crash in progress finishes its restart
                         pass
-                print(f"   t={elapsed:5.1f}s  chaos over ({'targets met' if enough else 'TARGETS NOT MET'});"
-                      f" draining", flush=True)
+                print(
+                    f"   t={elapsed:5.1f}s  chaos over ({'targets met' if enough else 'TARGETS NOT MET'}); draining",
+                    flush=True,
+                )
         elif phase == "drain":
             if producer.done.is_set() and operator.done.is_set() and open_ == 0:
                 finished = True
@@ -321,9 +398,12 @@ def run(args, workdir, clusters):
                 print(f"!! drain timeout: {open_} jobs still open", flush=True)
         if not args.quiet and (elapsed - last_print >= args.progress_every or finished):
             last_print = elapsed
-            print(f"   t={elapsed:5.1f}s  jobs {len(ctx.enqueued)}, open {open_}, sends {len(partner.requests)},"
-                  f" faults {faults} (crashes {crashes}), finalizes applied {c['finalize_applied']}"
-                  f" stale {c['finalize_stale']} unknown {c['finalize_unknown']}", flush=True)
+            print(
+                f"   t={elapsed:5.1f}s  jobs {len(ctx.enqueued)}, open {open_}, sends {len(partner.requests)},"
+                f" faults {faults} (crashes {crashes}), finalizes applied {c['finalize_applied']}"
+                f" stale {c['finalize_stale']} unknown {c['finalize_unknown']}",
+                flush=True,
+            )
         if finished or (phase == "drain" and now - t_chaos_end > args.drain_timeout):
             break
         if len(ctx.violations.unexpected) > 50:
@@ -384,21 +464,33 @@ def run(args, workdir, clusters):
     faults = sum(c[k] for _, k in fault_kinds)
     lines = summary_lines(ctx, stats)
     lines += [
-        ("faults", f"{faults} in all (terminations that found no backend, not counted: "
-                   f"{sum(v for k, v in c.items() if k.endswith('_missed'))})"),
+        (
+            "faults",
+            f"{faults} in all (terminations that found no backend, not counted: "
+            f"{sum(v for k, v in c.items() if k.endswith('_missed'))})",
+        ),
     ]
-    lines += [(f"  {name}", f"{c[k]}") for name, k in fault_kinds
-              if c[k] or not (k.endswith("failover") or (k.endswith("crash") and args.failover))]
     lines += [
-        ("connections lost", f"{c['connections_lost']}  (reconnect attempts refused while the server was down:"
-                             f" {c['connect_failures']}; enqueue chunks retried with the same keys:"
-                             f" {c['enqueue_unknown']}; finalizes retried after an unknown answer:"
-                             f" {c['finalize_retried_after_unknown']})"),
-        ("unknown answers", f"claims {stats.get('claim_unknown', 0)} (committed {stats.get('claim_unknown_committed', 0)}),"
-                            f" heartbeats {stats.get('heartbeat_unknown', 0)}"
-                            f" (committed {stats.get('heartbeat_unknown_committed', 0)}),"
-                            f" finalizes {stats.get('finalize_unknown', 0)}"
-                            f" (committed {stats.get('finalize_unknown_committed', 0)})"),
+        (f"  {name}", f"{c[k]}")
+        for name, k in fault_kinds
+        if c[k] or not (k.endswith("failover") or (k.endswith("crash") and args.failover))
+    ]
+    lines += [
+        (
+            "connections lost",
+            f"{c['connections_lost']}  (reconnect attempts refused while the server was down:"
+            f" {c['connect_failures']}; enqueue chunks retried with the same keys:"
+            f" {c['enqueue_unknown']}; finalizes retried after an unknown answer:"
+            f" {c['finalize_retried_after_unknown']})",
+        ),
+        (
+            "unknown answers",
+            f"claims {stats.get('claim_unknown', 0)} (committed {stats.get('claim_unknown_committed', 0)}),"
+            f" heartbeats {stats.get('heartbeat_unknown', 0)}"
+            f" (committed {stats.get('heartbeat_unknown_committed', 0)}),"
+            f" finalizes {stats.get('finalize_unknown', 0)}"
+            f" (committed {stats.get('finalize_unknown_committed', 0)})",
+        ),
     ]
     lines += lifecycle_lines(c, stats, args)
     if crasher:
@@ -406,8 +498,11 @@ def run(args, workdir, clusters):
     if lost_note:
         lines.append(("old primary after failover", lost_note))
     lines += [
-        ("run time", f"{run_seconds:.1f} s of work (chaos {(t_chaos_end or time.monotonic()) - t_run:.1f} s),"
-                     f" {time.monotonic() - t_start:.1f} s in all"),
+        (
+            "run time",
+            f"{run_seconds:.1f} s of work (chaos {(t_chaos_end or time.monotonic()) - t_run:.1f} s),"
+            f" {time.monotonic() - t_start:.1f} s in all",
+        ),
         ("invariant violations", f"{ctx.violations.total()}"),
     ]
     print("== summary")
@@ -434,23 +529,38 @@ def lifecycle_lines(c, stats, args):
     g = lambda k: stats.get(k, 0)  # noqa: E731
     outcomes = stats.get("redriven_outcomes", {})
     return [
-        ("poison jobs (invariant 8)", f"{g('poison')}: gave up {g('poison_gave_up')}, cancelled"
-                                      f" {g('poison_cancelled')}; sent {g('poison_sends')} times in all, at most"
-                                      f" {g('poison_max_sends')} times each (max_attempts 2 or 3); their workers"
-                                      f" died {c['poison_crash']} times, hung {c['poison_hang']} times"),
-        ("sends per job", f"checked <= max_attempts for every job ({g('sent_max_attempts_times')} jobs reached"
-                          f" it); {g('gave_up')} jobs gave up, the lease of their last attempt expired"),
-        ("cancels", f"{g('cancel_calls')} calls: applied {c['cancel_applied']}, stale {c['cancel_stale']},"
-                    f" unknown {g('cancel_unknown')} (committed {g('cancel_unknown_committed')}); jobs cancelled"
-                    f" {g('cancelled')}; sends that arrived after their job's cancel {g('sends_after_cancel')}"
-                    f" (claimed before it)"),
-        ("redrives", f"{c['redrive_new'] + c['redrive_again'] + c['redrive_not_failed']} calls: {g('redriven')}"
-                     f" new jobs (now sent {outcomes.get('sent', 0)}, failed {outcomes.get('failed', 0)},"
-                     f" cancelled {outcomes.get('cancelled', 0)}); again -> same new job {c['redrive_again']};"
-                     f" not failed -> 55000 {c['redrive_not_failed']}"),
-        ("purge", f"{g('purge_calls')} calls of sendjobs_purge('{PURGE_OLDER_THAN}', ...) while workers ran"
-                  f" ({g('purge_unknown')} unknown): deleted {g('purged')}, {g('purge_old_left')} of"
-                  f" {args.old_jobs} old jobs left; the {args.recent_jobs} that finished within the hour kept"),
+        (
+            "poison jobs (invariant 8)",
+            f"{g('poison')}: gave up {g('poison_gave_up')}, cancelled"
+            f" {g('poison_cancelled')}; sent {g('poison_sends')} times in all, at most"
+            f" {g('poison_max_sends')} times each (max_attempts 2 or 3); their workers"
+            f" died {c['poison_crash']} times, hung {c['poison_hang']} times",
+        ),
+        (
+            "sends per job",
+            f"checked <= max_attempts for every job ({g('sent_max_attempts_times')} jobs reached"
+            f" it); {g('gave_up')} jobs gave up, the lease of their last attempt expired",
+        ),
+        (
+            "cancels",
+            f"{g('cancel_calls')} calls: applied {c['cancel_applied']}, stale {c['cancel_stale']},"
+            f" unknown {g('cancel_unknown')} (committed {g('cancel_unknown_committed')}); jobs cancelled"
+            f" {g('cancelled')}; sends that arrived after their job's cancel {g('sends_after_cancel')}"
+            f" (claimed before it)",
+        ),
+        (
+            "redrives",
+            f"{c['redrive_new'] + c['redrive_again'] + c['redrive_not_failed']} calls: {g('redriven')}"
+            f" new jobs (now sent {outcomes.get('sent', 0)}, failed {outcomes.get('failed', 0)},"
+            f" cancelled {outcomes.get('cancelled', 0)}); again -> same new job {c['redrive_again']};"
+            f" not failed -> 55000 {c['redrive_not_failed']}",
+        ),
+        (
+            "purge",
+            f"{g('purge_calls')} calls of sendjobs_purge('{PURGE_OLDER_THAN}', ...) while workers ran"
+            f" ({g('purge_unknown')} unknown): deleted {g('purged')}, {g('purge_old_left')} of"
+            f" {args.old_jobs} old jobs left; the {args.recent_jobs} that finished within the hour kept",
+        ),
     ]
 
 
@@ -496,8 +606,10 @@ def audit_old_primary(primary, ctx, target):
         ids = {}
         for name, conn in (("old", old), ("new", new)):
             with conn.cursor() as cur:
-                cur.execute("SELECT call_id FROM harness.claims UNION SELECT call_id FROM harness.heartbeats"
-                            " UNION SELECT call_id FROM harness.finalizes UNION SELECT call_id FROM harness.cancels")
+                cur.execute(
+                    "SELECT call_id FROM harness.claims UNION SELECT call_id FROM harness.heartbeats"
+                    " UNION SELECT call_id FROM harness.finalizes UNION SELECT call_id FROM harness.cancels"
+                )
                 ids[name] = {r[0] for r in cur.fetchall()}
             conn.close()
     finally:
@@ -507,15 +619,20 @@ def audit_old_primary(primary, ctx, target):
     acked = [cid for cid in only_old if calls.get(cid, {}).get("known")]
     for cid in acked:
         c = calls[cid]
-        ctx.violations.add("an acknowledged call is on the old primary only (lost in the failover)",
-                           f"call {cid} {c['kind']} job {c.get('job')} -> {c['result']!r}")
-    return (f"{len(only_old)} calls committed there but not on the new primary"
-            f" ({len(acked)} of them acknowledged to their worker)")
+        ctx.violations.add(
+            "an acknowledged call is on the old primary only (lost in the failover)",
+            f"call {cid} {c['kind']} job {c.get('job')} -> {c['result']!r}",
+        )
+    return (
+        f"{len(only_old)} calls committed there but not on the new primary"
+        f" ({len(acked)} of them acknowledged to their worker)"
+    )
 
 
 # ----------------------------------------------------------------------------------
 # the checker's own test: every broken variant must be caught
 # ----------------------------------------------------------------------------------
+
 
 def prove_checker(args, workdir):
     """Runs each broken variant (a short soak each, in a subfolder of the workdir) and
@@ -530,19 +647,40 @@ def prove_checker(args, workdir):
         shutil.chown(sub, "postgres", "postgres")
     print("== every check, on a clean run's records mutated once per check", flush=True)
     t0 = time.monotonic()
-    cmd = me + ["--quiet", "--self-test-checker", "--seed", str(args.seed), "--min-duration", "20",
-                "--max-duration", "60", "--min-crashes", "1", "--crash-every", "8", "--min-faults", "0",
-                "--jobs", "800", "--workdir", sub]
+    cmd = me + [
+        "--quiet",
+        "--self-test-checker",
+        "--seed",
+        str(args.seed),
+        "--min-duration",
+        "20",
+        "--max-duration",
+        "60",
+        "--min-crashes",
+        "1",
+        "--crash-every",
+        "8",
+        "--min-faults",
+        "0",
+        "--jobs",
+        "800",
+        "--workdir",
+        sub,
+    ]
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     finally:
         shutil.rmtree(sub, ignore_errors=True)
-    tested = [line for line in p.stdout.splitlines() if line.startswith(("   caught", "   MISSED", "            reported"))]
+    tested = [
+        line for line in p.stdout.splitlines() if line.startswith(("   caught", "   MISSED", "            reported"))
+    ]
     print("\n".join(tested))
     ok = p.returncode == 0 and tested and not any(line.startswith("   MISSED") for line in tested)
     results.append(("checker self-test", ok))
-    print(f"   exit {p.returncode} after {time.monotonic() - t0:.0f} s: {'every check fired' if ok else 'NOT every check fired'}",
-          flush=True)
+    print(
+        f"   exit {p.returncode} after {time.monotonic() - t0:.0f} s: {'every check fired' if ok else 'NOT every check fired'}",
+        flush=True,
+    )
     if p.returncode != 0 and not tested:
         print(p.stdout[-3000:])
     for name in sorted(BROKEN):
@@ -550,13 +688,47 @@ def prove_checker(args, workdir):
         os.mkdir(sub)
         if os.geteuid() == 0:
             shutil.chown(sub, "postgres", "postgres")
-        cmd = me + ["--break", name, "--quiet", "--seed", str(args.seed),
-                    "--min-duration", "25", "--max-duration", "60", "--min-crashes", "1", "--crash-every", "10",
-                    "--min-faults", "0", "--jobs", "800", "--drain-timeout", "40"]
+        cmd = me + [
+            "--break",
+            name,
+            "--quiet",
+            "--seed",
+            str(args.seed),
+            "--min-duration",
+            "25",
+            "--max-duration",
+            "60",
+            "--min-crashes",
+            "1",
+            "--crash-every",
+            "10",
+            "--min-faults",
+            "0",
+            "--jobs",
+            "800",
+            "--drain-timeout",
+            "40",
+        ]
         if name == "async-standby":
-            cmd = me + ["--break", name, "--quiet", "--seed", str(args.seed),
-                        "--min-duration", "30", "--max-duration", "60", "--failover-at", "18", "--min-faults", "0",
-                        "--jobs", "800", "--drain-timeout", "40"]
+            cmd = me + [
+                "--break",
+                name,
+                "--quiet",
+                "--seed",
+                str(args.seed),
+                "--min-duration",
+                "30",
+                "--max-duration",
+                "60",
+                "--failover-at",
+                "18",
+                "--min-faults",
+                "0",
+                "--jobs",
+                "800",
+                "--drain-timeout",
+                "40",
+            ]
         print(f"== broken variant {name}: {BROKEN[name]['doc']}", flush=True)
         t0 = time.monotonic()
         if name.startswith("finalize-"):
@@ -585,8 +757,10 @@ def prove_checker(args, workdir):
             print(f"     {f}")
         print(f"   {'CAUGHT' if caught else 'NOT CAUGHT'} (expected: {'; '.join(EXPECTED[name])})", flush=True)
     missed = [n for n, ok in results if not ok]
-    print(f"== prove-checker: {len(results) - len(missed)} of {len(results)} passed (self-test + broken variants)"
-          + (f"; NOT caught: {missed}" if missed else ""))
+    print(
+        f"== prove-checker: {len(results) - len(missed)} of {len(results)} passed (self-test + broken variants)"
+        + (f"; NOT caught: {missed}" if missed else "")
+    )
     return 1 if missed else 0
 
 

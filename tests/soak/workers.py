@@ -20,13 +20,24 @@ import urllib.request
 import psycopg2
 import psycopg2.extras
 
-from .records import (CLAIM_SQL, FINALIZE_BATCH_WITNESS_SQL, FINALIZE_WITNESS_SQL, HEARTBEAT_WITNESS_SQL,
-                      LIMITED_QUEUE, ORDERING_KEYS, QUEUES, Record, Violations, stable_rng)
+from .records import (
+    CLAIM_SQL,
+    FINALIZE_BATCH_WITNESS_SQL,
+    FINALIZE_WITNESS_SQL,
+    HEARTBEAT_WITNESS_SQL,
+    LIMITED_QUEUE,
+    ORDERING_KEYS,
+    QUEUES,
+    Record,
+    Violations,
+    stable_rng,
+)
 
 
 # ----------------------------------------------------------------------------------
 # connections
 # ----------------------------------------------------------------------------------
+
 
 class Target:
     """Where the workers connect. Changes when a failover promotes the standby."""
@@ -41,8 +52,7 @@ class Target:
 
     def params(self):
         with self.lock:
-            return dict(host=self.host, port=self.port, user=self.user, dbname=self.dbname,
-                        password=self.password)
+            return dict(host=self.host, port=self.port, user=self.user, dbname=self.dbname, password=self.password)
 
 
 def connect(target, name, settings=(), timeout=5):
@@ -102,8 +112,7 @@ WITH v AS MATERIALIZED (SELECT * FROM (VALUES %s) AS v(txn, amount, payload, que
            SELECT txn, amount FROM v ON CONFLICT (id) DO NOTHING)
 SELECT v.key, sendjobs_enqueue(v.payload, v.queue, v.run_at, v.txn, v.key, v.max_attempts, v.ordering_key,
                                v.priority) FROM v"""
-ENQUEUE_TEMPLATE = ("(%s::text, %s::bigint, %s::jsonb, %s::text, %s::timestamptz, %s::text, %s::int, %s::text,"
-                    " %s::int)")
+ENQUEUE_TEMPLATE = "(%s::text, %s::bigint, %s::jsonb, %s::text, %s::timestamptz, %s::text, %s::int, %s::text, %s::int)"
 
 
 def plan_job(seed, i, now, poison_share=0.0):
@@ -133,19 +142,25 @@ def plan_job(seed, i, now, poison_share=0.0):
     ordering_key = f"acct-{f.randrange(ORDERING_KEYS)}" if limited else None
     priority = f.choice((5, 30)) if not limited and f.random() < 0.1 else 0
     return {
-        "i": i, "txn": txn, "amount": amount, "queue": LIMITED_QUEUE if limited else QUEUES[i % 2],
-        "ordering_key": ordering_key, "priority": priority,
+        "i": i,
+        "txn": txn,
+        "amount": amount,
+        "queue": LIMITED_QUEUE if limited else QUEUES[i % 2],
+        "ordering_key": ordering_key,
+        "priority": priority,
         "run_at": None if run_in is None else dt.datetime.fromtimestamp(now + run_in, dt.timezone.utc),
-        "max_attempts": max_attempts, "key": f"pay-{txn}", "poison": poison,
+        "max_attempts": max_attempts,
+        "key": f"pay-{txn}",
+        "poison": poison,
         "payload": json.dumps(payload),
     }
 
 
 def poison_of(payload):
     """A poison job's kind, from its payload (a redriven copy keeps it), or None:
-      crash  its worker sends it, then dies (every time)
-      hang   its worker sends it, then hangs on it past its lease; it finalizes only once
-             the claim is lost (re-claimed, given up or cancelled), so never applies."""
+    crash  its worker sends it, then dies (every time)
+    hang   its worker sends it, then hangs on it past its lease; it finalizes only once
+           the claim is lost (re-claimed, given up or cancelled), so never applies."""
     return payload.get("poison") if isinstance(payload, dict) else None
 
 
@@ -153,16 +168,33 @@ def enqueue_chunk(conn, plans):
     """Inserts the business rows and enqueues the jobs in one statement; returns {key: id}."""
     with conn.cursor() as cur:
         rows = psycopg2.extras.execute_values(
-            cur, ENQUEUE_SQL,
-            [(p["txn"], p["amount"], p["payload"], p["queue"], p["run_at"], p["key"], p["max_attempts"],
-              p["ordering_key"], p["priority"]) for p in plans],
-            template=ENQUEUE_TEMPLATE, page_size=len(plans) + 1, fetch=True)
+            cur,
+            ENQUEUE_SQL,
+            [
+                (
+                    p["txn"],
+                    p["amount"],
+                    p["payload"],
+                    p["queue"],
+                    p["run_at"],
+                    p["key"],
+                    p["max_attempts"],
+                    p["ordering_key"],
+                    p["priority"],
+                )
+                for p in plans
+            ],
+            template=ENQUEUE_TEMPLATE,
+            page_size=len(plans) + 1,
+            fetch=True,
+        )
     return dict(rows)
 
 
 # ----------------------------------------------------------------------------------
 # the shared context of a run
 # ----------------------------------------------------------------------------------
+
 
 class Context:
     """What every thread of a run shares."""
@@ -174,11 +206,11 @@ class Context:
         self.worker_settings = list(worker_settings)
         self.record = Record()
         self.violations = Violations()
-        self.stop = threading.Event()     # the run is over
-        self.chaos = threading.Event()    # set while worker faults are injected
-        self.killer = None                # a Killer when backends are terminated on purpose
-        self.plans = {}                   # key -> planned job
-        self.enqueued = {}                # key -> id, from enqueue calls that came back
+        self.stop = threading.Event()  # the run is over
+        self.chaos = threading.Event()  # set while worker faults are injected
+        self.killer = None  # a Killer when backends are terminated on purpose
+        self.plans = {}  # key -> planned job
+        self.enqueued = {}  # key -> id, from enqueue calls that came back
         self.enqueue_lock = threading.Lock()
         # Finished jobs seeded before the run (tests/soak/lifecycle.py): old ones the
         # purge must delete, recent ones (an old job that finished lately) it must keep.
@@ -190,14 +222,14 @@ class Context:
             for key, jid in got.items():
                 old = self.enqueued.get(key)
                 if old is not None and old != jid:
-                    self.violations.add("idempotency key created a second job",
-                                        f"{key}: first {old}, again {jid}")
+                    self.violations.add("idempotency key created a second job", f"{key}: first {old}, again {jid}")
                 self.enqueued.setdefault(key, jid)
 
 
 # ----------------------------------------------------------------------------------
 # workers
 # ----------------------------------------------------------------------------------
+
 
 class LostLease(Exception):
     """A heartbeat said `stale` (or could not be made): stop working on the job."""
@@ -314,20 +346,33 @@ class Worker(threading.Thread):
         self.ema["claim"] = 0.8 * self.ema["claim"] + 0.2 * (time.monotonic() - t0)
         t_local = time.monotonic()
         call.update(known=True, t1=time.time(), result=[(r[0], r[1], r[2]) for r in rows])
-        return [{
-            "job": jid, "gen": gen, "lease_end": lease_end, "claimed_at": claimed_at, "payload": payload,
-            "txn": txn, "key": key, "attempts": attempts, "max_attempts": max_attempts, "t_local": t_local,
-        } for (jid, gen, lease_end, claimed_at, payload, txn, key, attempts, max_attempts) in rows]
+        return [
+            {
+                "job": jid,
+                "gen": gen,
+                "lease_end": lease_end,
+                "claimed_at": claimed_at,
+                "payload": payload,
+                "txn": txn,
+                "key": key,
+                "attempts": attempts,
+                "max_attempts": max_attempts,
+                "t_local": t_local,
+            }
+            for (jid, gen, lease_end, claimed_at, payload, txn, key, attempts, max_attempts) in rows
+        ]
 
     def heartbeat(self, job):
         """Extends the lease. Returns 'applied' or raises LostLease (stale or unknown)."""
-        for attempt in range(2):
+        for _attempt in range(2):
             self._ensure()
             call = self.ctx.record.new_call("heartbeat", self.wname, job=job["job"], gen=job["gen"])
             try:
                 with self.conn.cursor() as cur:
-                    cur.execute("BEGIN; SELECT sendjobs_heartbeat(%s::bigint, %s::bigint, %s::interval)",
-                                (job["job"], job["gen"], self.lease_sql))
+                    cur.execute(
+                        "BEGIN; SELECT sendjobs_heartbeat(%s::bigint, %s::bigint, %s::interval)",
+                        (job["job"], job["gen"], self.lease_sql),
+                    )
                     result = cur.fetchone()[0]
                     cur.execute(HEARTBEAT_WITNESS_SQL, (call["id"], job["job"], job["gen"], result, job["job"]))
                     lease_end = cur.fetchone()[0]
@@ -338,7 +383,7 @@ class Worker(threading.Thread):
                 except ConnectionGone:
                     continue  # unknown: reconnect and ask again
                 except CallFailed:
-                    raise LostLease()
+                    raise LostLease() from None
             call.update(known=True, t1=time.time(), result=result, lease_end=lease_end)
             self.ctx.record.count(f"heartbeat_{result}")
             if result == "applied":
@@ -353,8 +398,9 @@ class Worker(threading.Thread):
         """One finalize call and its witness in one transaction. Returns the result, or
         None when the answer never came back (unknown)."""
         self._ensure()
-        call = self.ctx.record.new_call("finalize", self.wname, job=job["job"], gen=job["gen"],
-                                        outcome=outcome, late=late)
+        call = self.ctx.record.new_call(
+            "finalize", self.wname, job=job["job"], gen=job["gen"], outcome=outcome, late=late
+        )
         retry_expr, params = "NULL::timestamptz", []
         if outcome == "retry" and self.rng.random() < 0.5:
             # Retry soon, at a time computed by the database's clock.
@@ -368,8 +414,10 @@ class Worker(threading.Thread):
             with self.conn.cursor() as cur:
                 if fault == "term_finalize":
                     self.ctx.killer.terminate_later(self.pid, self.rng.uniform(0, 1.5 * self.ema["finalize"]), fault)
-                cur.execute("BEGIN; SELECT sendjobs_finalize(%s::bigint, %s::bigint, %s::text, %s::text, "
-                            + retry_expr + ")", [job["job"], job["gen"], outcome, error] + params)
+                cur.execute(
+                    "BEGIN; SELECT sendjobs_finalize(%s::bigint, %s::bigint, %s::text, %s::text, " + retry_expr + ")",
+                    [job["job"], job["gen"], outcome, error] + params,
+                )
                 result = cur.fetchone()[0]
                 cur.execute(FINALIZE_WITNESS_SQL, (call["id"], job["job"], job["gen"], outcome, result, job["job"]))
                 post = cur.fetchone()
@@ -412,8 +460,12 @@ class Worker(threading.Thread):
         per job, in one transaction. Each job gets its own call record. Returns
         {job id: result}, or None when the answer never came back (unknown)."""
         self._ensure()
-        calls = [self.ctx.record.new_call("finalize", self.wname, job=j["job"], gen=j["gen"], outcome=outcome,
-                                          late=late, batch=len(jobs)) for j in jobs]
+        calls = [
+            self.ctx.record.new_call(
+                "finalize", self.wname, job=j["job"], gen=j["gen"], outcome=outcome, late=late, batch=len(jobs)
+            )
+            for j in jobs
+        ]
         retry_expr, params, mode = "NULL::timestamptz", [], None
         if outcome == "retry" and self.rng.random() < 0.5:
             retry_expr = "clock_timestamp() + %s::interval"
@@ -427,11 +479,16 @@ class Worker(threading.Thread):
             with self.conn.cursor() as cur:
                 if fault == "term_finalize":
                     self.ctx.killer.terminate_later(self.pid, self.rng.uniform(0, 1.5 * self.ema["finalize"]), fault)
-                cur.execute("BEGIN; SELECT id, result FROM sendjobs_finalize_batch(%s::bigint[], %s::bigint[], "
-                            "%s::text, %s::text, " + retry_expr + ")", [ids, gens, outcome, error] + params)
+                cur.execute(
+                    "BEGIN; SELECT id, result FROM sendjobs_finalize_batch(%s::bigint[], %s::bigint[], "
+                    "%s::text, %s::text, " + retry_expr + ")",
+                    [ids, gens, outcome, error] + params,
+                )
                 results = dict(cur.fetchall())
-                cur.execute(FINALIZE_BATCH_WITNESS_SQL, (outcome, [c["id"] for c in calls], ids, gens,
-                                                         [results.get(i) for i in ids]))
+                cur.execute(
+                    FINALIZE_BATCH_WITNESS_SQL,
+                    (outcome, [c["id"] for c in calls], ids, gens, [results.get(i) for i in ids]),
+                )
                 posts = {r[0]: r[1:] for r in cur.fetchall()}
                 if fault == "term_finalize_precommit":
                     self.ctx.killer.terminate(self.pid, fault)
@@ -477,14 +534,25 @@ class Worker(threading.Thread):
     # -- the partner ------------------------------------------------------------------
 
     def post(self, job, delay=0.0):
-        body = json.dumps({
-            "job_id": job["job"], "claim_generation": job["gen"],
-            "transaction_id": job["txn"], "payload": job["payload"],
-        }).encode()
-        req = urllib.request.Request(self.ctx.partner_url, data=body, method="POST", headers={
-            "Content-Type": "application/json", "Idempotency-Key": job["key"] or "",
-            "X-Worker": self.wname, "X-Delay": str(delay),
-        })
+        body = json.dumps(
+            {
+                "job_id": job["job"],
+                "claim_generation": job["gen"],
+                "transaction_id": job["txn"],
+                "payload": job["payload"],
+            }
+        ).encode()
+        req = urllib.request.Request(
+            self.ctx.partner_url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Idempotency-Key": job["key"] or "",
+                "X-Worker": self.wname,
+                "X-Delay": str(delay),
+            },
+        )
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
                 return resp.status, None
@@ -530,8 +598,11 @@ class Worker(threading.Thread):
         chaos = self.ctx.chaos.is_set()
         table = [("kill", a.p_kill), ("pause", a.p_pause), ("slow", a.p_slow)]
         if chaos and self.ctx.killer is not None:
-            table += [("term_claim", a.p_term_claim), ("term_send", a.p_term_send),
-                      ("term_finalize", a.p_term_finalize)]
+            table += [
+                ("term_claim", a.p_term_claim),
+                ("term_send", a.p_term_send),
+                ("term_finalize", a.p_term_finalize),
+            ]
         r = self.rng.random()
         for kind, p in table:
             if r < p:
@@ -550,7 +621,7 @@ class Worker(threading.Thread):
             time.sleep(0.05)
             return
         self.ctx.record.count("batches")
-        special = self.rng.randrange(len(jobs))   # the job the fault hits
+        special = self.rng.randrange(len(jobs))  # the job the fault hits
         die_after_send = self.rng.random() < 0.6  # a kill after sending it, or before
         done = []  # batch mode: (job, outcome, error, fault) to finalize together at the end
         paused_at = -1
@@ -623,8 +694,9 @@ class Worker(threading.Thread):
             while time.monotonic() < deadline:
                 try:
                     with self.conn.cursor() as cur:
-                        cur.execute("SELECT status, claim_generation FROM public.send_jobs WHERE id = %s",
-                                    (job["job"],))
+                        cur.execute(
+                            "SELECT status, claim_generation FROM public.send_jobs WHERE id = %s", (job["job"],)
+                        )
                         status, gen = cur.fetchone()
                 except psycopg2.Error:
                     close_quietly(self.conn)
@@ -670,8 +742,10 @@ class Worker(threading.Thread):
         try:
             self._ensure()
             with self.conn.cursor() as cur:
-                cur.execute("SELECT status = 'in_flight' AND claim_generation = %s FROM public.send_jobs"
-                            " WHERE id = %s", (job["gen"], job["job"]))
+                cur.execute(
+                    "SELECT status = 'in_flight' AND claim_generation = %s FROM public.send_jobs WHERE id = %s",
+                    (job["gen"], job["job"]),
+                )
                 row = cur.fetchone()
         except psycopg2.Error:
             close_quietly(self.conn)
@@ -696,6 +770,7 @@ class Worker(threading.Thread):
 # ----------------------------------------------------------------------------------
 # the late reconciler
 # ----------------------------------------------------------------------------------
+
 
 class Reconciler(threading.Thread):
     """Now and then tries to flip a finished business row success <-> failed."""
@@ -729,11 +804,15 @@ class Reconciler(threading.Thread):
     def attempt(self, conn):
         with conn.cursor() as cur:
             if self.rng.random() < 0.5:  # one that has just finished ...
-                cur.execute("SELECT transaction_id, new_status FROM transaction_history"
-                            " WHERE new_status IN ('success', 'failed') ORDER BY id DESC LIMIT 20")
+                cur.execute(
+                    "SELECT transaction_id, new_status FROM transaction_history"
+                    " WHERE new_status IN ('success', 'failed') ORDER BY id DESC LIMIT 20"
+                )
             else:  # ... or any finished one
-                cur.execute("SELECT id, status FROM transactions WHERE status IN ('success', 'failed')"
-                            " AND id LIKE 'txn-%' ORDER BY id DESC LIMIT 50")
+                cur.execute(
+                    "SELECT id, status FROM transactions WHERE status IN ('success', 'failed')"
+                    " AND id LIKE 'txn-%' ORDER BY id DESC LIMIT 50"
+                )
             rows = cur.fetchall()
             if not rows:
                 return
@@ -742,8 +821,11 @@ class Reconciler(threading.Thread):
             del conn.notices[:]
             # RETURNING: only this UPDATE's own effect counts. A redrive may move the row
             # (failed -> pending -> its new job's outcome) between the read and the flip.
-            cur.execute("UPDATE transactions SET status = %s, updated_at = now()"
-                        " WHERE id = %s AND status = %s RETURNING status", (target, txn, status))
+            cur.execute(
+                "UPDATE transactions SET status = %s, updated_at = now()"
+                " WHERE id = %s AND status = %s RETURNING status",
+                (target, txn, status),
+            )
             flipped = cur.fetchone()
             rowcount = cur.rowcount
             warnings = [n for n in conn.notices if "WARNING" in n]
@@ -751,8 +833,9 @@ class Reconciler(threading.Thread):
             after = cur.fetchone()[0]
         self.ctx.record.count("guard_attempts")
         if flipped is not None and flipped[0] != status:
-            self.ctx.violations.add("guard let a terminal business row flip",
-                                    f"{txn}: {status} -> {flipped[0]} (rowcount {rowcount})")
+            self.ctx.violations.add(
+                "guard let a terminal business row flip", f"{txn}: {status} -> {flipped[0]} (rowcount {rowcount})"
+            )
         elif after == status or warnings:
             self.ctx.record.count("guard_refusals")
             if rowcount == 0:
@@ -767,6 +850,7 @@ class Reconciler(threading.Thread):
 # ----------------------------------------------------------------------------------
 # the producer (the soak's; the demo enqueues every job up front)
 # ----------------------------------------------------------------------------------
+
 
 class Producer(threading.Thread):
     """Keeps at most --backlog jobs open; enqueues in chunks until the chaos phase ends.
@@ -787,8 +871,10 @@ class Producer(threading.Thread):
                     if self.conn is None or self.conn.closed:
                         self.conn = connect_until(self.ctx, "soak producer")
                     with self.conn.cursor() as cur:
-                        cur.execute("SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending')"
-                                    "     + (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')")
+                        cur.execute(
+                            "SELECT (SELECT count(*) FROM public.send_jobs WHERE status = 'pending')"
+                            "     + (SELECT count(*) FROM public.send_jobs WHERE status = 'in_flight')"
+                        )
                         open_ = cur.fetchone()[0]
                     if open_ >= a.backlog:
                         time.sleep(0.2)

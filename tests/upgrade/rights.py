@@ -92,9 +92,11 @@ def main():
             tags[role] = "by hand"
     cur.execute("CREATE ROLE rights_none")
 
-    cur.execute("SELECT path FROM pg_extension_update_paths('sendjobs') WHERE source = %s"
-                " AND target = (SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs')",
-                (version_from,))
+    cur.execute(
+        "SELECT path FROM pg_extension_update_paths('sendjobs') WHERE source = %s"
+        " AND target = (SELECT default_version FROM pg_available_extensions WHERE name = 'sendjobs')",
+        (version_from,),
+    )
     path = cur.fetchone()[0].split("--")
     doc = documented()
     failures = []
@@ -112,8 +114,10 @@ def main():
             had, has = before.get(role, set()), after.get(role, set())
             added, removed = has - had, (had - has) & every
             if added != gets or removed != loses & had:
-                failures.append(f"{step[0]} -> {step[1]}: {role} ({tag}) got {sorted(added)} and lost"
-                                f" {sorted(removed)}; documented: gets {sorted(gets)}, loses {sorted(loses & had)}")
+                failures.append(
+                    f"{step[0]} -> {step[1]}: {role} ({tag}) got {sorted(added)} and lost"
+                    f" {sorted(removed)}; documented: gets {sorted(gets)}, loses {sorted(loses & had)}"
+                )
         if not failures:
             print(f"update {step[0]} -> {step[1]}: the rights of {len(tags)} roles changed as documented")
     cur.execute("DROP OWNED BY " + ", ".join(tags))

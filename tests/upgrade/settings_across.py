@@ -18,9 +18,9 @@ try:  # any call loads 0.1.0's library; this one is refused for want of table pr
     cur.execute("SELECT sendjobs_heartbeat(0, 0)")
 except psycopg2.Error:
     pass
-cur.execute("SET sendjobs.max_batch = 100000")   # 0.1.0: anyone may
+cur.execute("SET sendjobs.max_batch = 100000")  # 0.1.0: anyone may
 print("set under 0.1.0", flush=True)
-sys.stdin.readline()                             # the update runs meanwhile
+sys.stdin.readline()  # the update runs meanwhile
 try:
     cur.execute("SELECT count(*) FROM sendjobs_claim(5000, '1 minute', 'nothing-here')")
     print(f"upgrade: a limit set under 0.1.0's library let a claim of 5000 through ({cur.fetchone()[0]})")

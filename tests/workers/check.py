@@ -79,7 +79,7 @@ class PgBouncer:
             f.write('"postgres" ""\n')
         with open(ini, "w") as f:
             f.write(f"""[databases]
-* = host={os.environ['PGHOST']} port={os.environ['PGPORT']}
+* = host={os.environ["PGHOST"]} port={os.environ["PGPORT"]}
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {self.port}
@@ -103,8 +103,27 @@ logfile = {self.dir}/pgbouncer.log
         raise RuntimeError("pgbouncer did not start")
 
     def admin(self, command, check=True):
-        return subprocess.run(["psql", "-X", "-q", "-At", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                               "-d", "pgbouncer", "-c", command], check=check, capture_output=True, text=True).stdout
+        return subprocess.run(
+            [
+                "psql",
+                "-X",
+                "-q",
+                "-At",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                "pgbouncer",
+                "-c",
+                command,
+            ],
+            check=check,
+            capture_output=True,
+            text=True,
+        ).stdout
 
     def clients(self, database):
         """How many clients the pooler has for `database` (SHOW CLIENTS: type|user|database|...)."""
@@ -151,15 +170,25 @@ def scenario(worker, route, partner, bouncer):
             txn = f"{name}-{g}-{k}"
         txns.append(txn)
     payloads = [json.dumps({"delay": {1: 1.0, 50: 1.5}[g]} if g in (1, 50) else {}) for g in range(1, JOBS + 1)]
-    db.execute("""SELECT sendjobs_enqueue(p::jsonb, 'q', transaction_id => t, max_attempts => 3)
+    db.execute(
+        """SELECT sendjobs_enqueue(p::jsonb, 'q', transaction_id => t, max_attempts => 3)
                     FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(p, t, n) ORDER BY n""",
-               (payloads, txns))
+        (payloads, txns),
+    )
     dsn = direct if route == "direct" else f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}"
 
     def start(tag, batch):
-        env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH=str(batch),
-                   LEASE_SECONDS=str(LEASE_SECONDS), POLL_SECONDS="0.2",
-                   LISTEN="1" if route == "direct" else "0", WORKER_NAME=f"{name}-{tag}")
+        env = dict(
+            os.environ,
+            DATABASE_URL=dsn,
+            PARTNER_URL=partner.url,
+            QUEUE="q",
+            BATCH=str(batch),
+            LEASE_SECONDS=str(LEASE_SECONDS),
+            POLL_SECONDS="0.2",
+            LISTEN="1" if route == "direct" else "0",
+            WORKER_NAME=f"{name}-{tag}",
+        )
         return subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
 
     b = start("b", 1)
@@ -186,14 +215,20 @@ def check_run(db, name, route, bouncer, partner, a, b):
         wait_until(db, "SELECT status = 'in_flight' FROM send_jobs WHERE id = 50", 30, "A sending job 50")
         time.sleep(0.3)
         if route == "direct":
-            killed = db.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                "WHERE application_name = %s", (f"{name}-a",)).fetchone()[0]
+            killed = db.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+                (f"{name}-a",),
+            ).fetchone()[0]
             assert killed >= 1, "A's connection was not found"
         else:
             bouncer.admin(f"KILL {name}")
             bouncer.admin(f"RESUME {name}")
-        wait_until(db, "SELECT status <> 'in_flight' AND claim_generation = 2 FROM send_jobs WHERE id = 1",
-                   30, "A to finish B's job")
+        wait_until(
+            db,
+            "SELECT status <> 'in_flight' AND claim_generation = 2 FROM send_jobs WHERE id = 1",
+            30,
+            "A to finish B's job",
+        )
     finally:
         b.send_signal(signal.SIGCONT)
     wait_until(db, "SELECT bool_and(status IN ('sent', 'failed')) FROM send_jobs", 90, "every job finished")
@@ -211,8 +246,9 @@ def check_run(db, name, route, bouncer, partner, a, b):
     # The workers count each job once, as what its finalize made of it: a retry on the
     # last attempt is failed, not retried (the finalize's answer says so).
     counted = {k: counters["a"][k] + counters["b"][k] for k in ("sent", "failed")}
-    assert counted == {"sent": JOBS - jobs[3], "failed": jobs[3]}, \
+    assert counted == {"sent": JOBS - jobs[3], "failed": jobs[3]}, (
         f"the workers counted {counted}; the jobs are {JOBS - jobs[3]} sent and {jobs[3]} failed"
+    )
     sends = [(r["job"], r["gen"]) for r in partner.requests if r["worker"].startswith(name)]
     twice = {s for s in sends if sends.count(s) > 1}
     assert not twice, f"sent twice under one generation: {sorted(twice)}"
@@ -220,15 +256,19 @@ def check_run(db, name, route, bouncer, partner, a, b):
     assert counters["b"]["stale"] >= 1, f"B's late result was not refused: {counters['b']}"
     assert counters["a"]["reconnects"] >= 1, f"A did not reconnect: {counters['a']}"
     job_50 = db.execute("SELECT status, attempts FROM send_jobs WHERE id = 50").fetchone()
-    assert job_50 == ("sent", 1) and [g for j, g in sends if j == 50] == [1], \
+    assert job_50 == ("sent", 1) and [g for j, g in sends if j == 50] == [1], (
         f"job 50, cut mid-send, was not finalized on A's new connection: {job_50}"
+    )
     # Each job is finalized when its send ends, not when its batch's last send does.
     early = db.execute("""SELECT count(*) FROM send_jobs j, send_jobs slow
                            WHERE slow.id = 50 AND j.id <> 50 AND j.claimed_at = slow.claimed_at
                              AND j.finished_at < slow.finished_at - interval '1 s'""").fetchone()[0]
     assert early >= 1, "no job of job 50's batch was finalized before job 50's send ended"
-    print(f"   {name.split('_')[1]} {route}: {JOBS} jobs, {jobs[3]} failed for good, {len(sends)} sends; "
-          f"A {counters['a']}; B {counters['b']}", flush=True)
+    print(
+        f"   {name.split('_')[1]} {route}: {JOBS} jobs, {jobs[3]} failed for good, {len(sends)} sends; "
+        f"A {counters['a']}; B {counters['b']}",
+        flush=True,
+    )
 
 
 def wakeup(worker, partner):
@@ -238,12 +278,24 @@ def wakeup(worker, partner):
     name = f"workers_{worker}_wakeup"
     db, dsn = fresh_database(name)
     db.execute("SELECT sendjobs_notify('q', true)")
-    env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", POLL_SECONDS="60",
-               LISTEN="1", WORKER_NAME=name)
+    env = dict(
+        os.environ,
+        DATABASE_URL=dsn,
+        PARTNER_URL=partner.url,
+        QUEUE="q",
+        POLL_SECONDS="60",
+        LISTEN="1",
+        WORKER_NAME=name,
+    )
     process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
     try:
-        wait_until(db, f"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '{name}' "
-                       "AND query = 'LISTEN sendjobs_wakeup'", 15, "the worker's LISTEN")
+        wait_until(
+            db,
+            f"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '{name}' "
+            "AND query = 'LISTEN sendjobs_wakeup'",
+            15,
+            "the worker's LISTEN",
+        )
         time.sleep(0.5)  # its first claims found nothing: it waits out its poll
         enqueued = time.monotonic()
         db.execute("SELECT sendjobs_enqueue('{}', 'q')")
@@ -270,8 +322,16 @@ def drain_limited_queue(worker, partner, kind, rate, jobs, what):
     db, dsn = fresh_database(name)
     db.execute("SELECT sendjobs_limit('q', rate => %s, burst => 1)", (rate,))
     db.execute("SELECT sendjobs_enqueue('{}', 'q') FROM generate_series(1, %s)", (jobs,))
-    env = dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, QUEUE="q", BATCH="5",
-               POLL_SECONDS="30", LISTEN="0", WORKER_NAME=name)
+    env = dict(
+        os.environ,
+        DATABASE_URL=dsn,
+        PARTNER_URL=partner.url,
+        QUEUE="q",
+        BATCH="5",
+        POLL_SECONDS="30",
+        LISTEN="0",
+        WORKER_NAME=name,
+    )
     started = time.monotonic()
     process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
     try:
@@ -297,11 +357,15 @@ def rate_limited(worker, partner):
     take about 1.5 s; and no second of claims holds more than the rate allows (20 + the
     burst)."""
     elapsed, counters, busiest = drain_limited_queue(
-        worker, partner, "rate", 20, 30, "the rate-limited jobs (a worker that waits its poll takes minutes)")
+        worker, partner, "rate", 20, 30, "the rate-limited jobs (a worker that waits its poll takes minutes)"
+    )
     assert counters["limited"] >= 1, f"no limited claim counted: {counters}"
     assert busiest <= 21, f"{busiest} claims within one second, over 20 a second + 1"
-    print(f"   {worker} rate: 30 jobs in {elapsed:.2f} s at 20 a second, at most {busiest} claims "
-          f"in a second; {counters}", flush=True)
+    print(
+        f"   {worker} rate: 30 jobs in {elapsed:.2f} s at 20 a second, at most {busiest} claims "
+        f"in a second; {counters}",
+        flush=True,
+    )
 
 
 def token_back_before_limits(worker, partner):
@@ -311,10 +375,17 @@ def token_back_before_limits(worker, partner):
     take jobs. It waited its poll after the second such claim (2 jobs every 30 s), which a
     loaded machine met at 20 a second."""
     elapsed, _, _ = drain_limited_queue(
-        worker, partner, "refill", 100000, 40,
-        "40 jobs of a queue whose tokens come back at once (2 a poll: 10 minutes)")
-    print(f"   {worker} refill: 40 jobs in {elapsed:.2f} s, each claim's token back before the limits "
-          "were asked", flush=True)
+        worker,
+        partner,
+        "refill",
+        100000,
+        40,
+        "40 jobs of a queue whose tokens come back at once (2 a poll: 10 minutes)",
+    )
+    print(
+        f"   {worker} refill: 40 jobs in {elapsed:.2f} s, each claim's token back before the limits were asked",
+        flush=True,
+    )
 
 
 def stop_while_cut_off(worker, partner, kind, url, connected, cut, restore, settle):
@@ -330,9 +401,17 @@ def stop_while_cut_off(worker, partner, kind, url, connected, cut, restore, sett
     processes = {}
     try:
         for tag, queue in (("sending", "q"), ("idle", "nothing")):
-            env = dict(os.environ, DATABASE_URL=url(name), PARTNER_URL=partner.url, QUEUE=queue,
-                       LEASE_SECONDS=str(LEASE_SECONDS), CONNECT_TIMEOUT_SECONDS="2", POLL_SECONDS="0.2",
-                       LISTEN="0", WORKER_NAME=f"{name}-{tag}")
+            env = dict(
+                os.environ,
+                DATABASE_URL=url(name),
+                PARTNER_URL=partner.url,
+                QUEUE=queue,
+                LEASE_SECONDS=str(LEASE_SECONDS),
+                CONNECT_TIMEOUT_SECONDS="2",
+                POLL_SECONDS="0.2",
+                LISTEN="0",
+                WORKER_NAME=f"{name}-{tag}",
+            )
             processes[tag] = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
         wait_until(db, "SELECT status = 'in_flight' FROM send_jobs", 15, "the job's claim")
         # Both connected (a first connection that fails ends a worker at once), and
@@ -368,11 +447,19 @@ def stop_while_cut_off(worker, partner, kind, url, connected, cut, restore, sett
 def stop_while_away(worker, partner, bouncer):
     """Cut off by the pooler: it refuses the database and has dropped its connections
     (the idle worker is retrying its claim at the signal)."""
-    stop_while_cut_off(worker, partner, "away", lambda name: f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}",
-                       connected=bouncer.clients, cut=lambda name: (bouncer.admin(f"DISABLE {name}"), bouncer.admin(f"KILL {name}")),
-                       restore=lambda name: (bouncer.admin(f"RESUME {name}", check=False),
-                                             bouncer.admin(f"ENABLE {name}", check=False)),
-                       settle=0.5)
+    stop_while_cut_off(
+        worker,
+        partner,
+        "away",
+        lambda name: f"postgresql://postgres@127.0.0.1:{bouncer.port}/{name}",
+        connected=bouncer.clients,
+        cut=lambda name: (bouncer.admin(f"DISABLE {name}"), bouncer.admin(f"KILL {name}")),
+        restore=lambda name: (
+            bouncer.admin(f"RESUME {name}", check=False),
+            bouncer.admin(f"ENABLE {name}", check=False),
+        ),
+        settle=0.5,
+    )
 
 
 class FrozenProxy:
@@ -414,13 +501,23 @@ def stop_while_frozen(worker, partner):
     then the sending worker's heartbeat and finalize, wait for an answer)."""
     proxy = FrozenProxy()
     try:
+
         def connected(name):
             with psycopg.connect(dbname=name, autocommit=True) as db:
-                return db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s",
-                                  (f"{name}-%",)).fetchone()[0]
-        stop_while_cut_off(worker, partner, "frozen", lambda name: f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}",
-                           connected=connected, cut=lambda name: proxy.frozen.set(), restore=lambda name: None,
-                           settle=1.2)
+                return db.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (f"{name}-%",)
+                ).fetchone()[0]
+
+        stop_while_cut_off(
+            worker,
+            partner,
+            "frozen",
+            lambda name: f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}",
+            connected=connected,
+            cut=lambda name: proxy.frozen.set(),
+            restore=lambda name: None,
+            settle=1.2,
+        )
     finally:
         proxy.close()
 
@@ -428,26 +525,52 @@ def stop_while_frozen(worker, partner):
 # The Rust crate's tests that need neither LISTEN nor a worker's session by name (the
 # others wait for a wake-up, or find the worker's backend waiting on a lock by its
 # application_name); their killed connection is the pooler's KILL.
-RUST_POOLER_SAFE = ["every_job_is_finished_once_through_a_killed_connection_and_a_stall",
-                    "a_lost_job_stops_its_send", "shutdown_finishes_or_abandons_running_sends",
-                    "a_refused_claim_is_an_error_with_its_sqlstate"]
+RUST_POOLER_SAFE = [
+    "every_job_is_finished_once_through_a_killed_connection_and_a_stall",
+    "a_lost_job_stops_its_send",
+    "shutdown_finishes_or_abandons_running_sends",
+    "a_refused_claim_is_an_error_with_its_sqlstate",
+]
 
 
 def rust_through_pooler(bouncer):
     """sendjobs-client's own tests, the worker connected through the pooler (built by
     scripts/test.sh before this runs)."""
-    env = dict(os.environ,
-               SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
-               SENDJOBS_WORKER_TEST_POOLER=f"host=127.0.0.1 port={bouncer.port} user=postgres",
-               SENDJOBS_WORKER_TEST_POOLER_ADMIN=f"host=127.0.0.1 port={bouncer.port} user=postgres dbname=pgbouncer")
-    out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-client", "--all-features", "--test", "live", "--",
-                          "--include-ignored", "--exact", *RUST_POOLER_SAFE],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
+    env = dict(
+        os.environ,
+        SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
+        SENDJOBS_WORKER_TEST_POOLER=f"host=127.0.0.1 port={bouncer.port} user=postgres",
+        SENDJOBS_WORKER_TEST_POOLER_ADMIN=f"host=127.0.0.1 port={bouncer.port} user=postgres dbname=pgbouncer",
+    )
+    out = subprocess.run(
+        [
+            "cargo",
+            "test",
+            "-q",
+            "-p",
+            "sendjobs-client",
+            "--all-features",
+            "--test",
+            "live",
+            "--",
+            "--include-ignored",
+            "--exact",
+            *RUST_POOLER_SAFE,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     passed = re.search(r"test result: ok\. (\d+) passed", out.stdout)
-    assert out.returncode == 0 and passed and int(passed.group(1)) == len(RUST_POOLER_SAFE), \
+    assert out.returncode == 0 and passed and int(passed.group(1)) == len(RUST_POOLER_SAFE), (
         f"sendjobs-client through PgBouncer:\n{out.stdout}{out.stderr}"
-    print(f"   rust pgbouncer: {passed.group(1)} of sendjobs-client's tests passed through the pooler "
-          f"({', '.join(RUST_POOLER_SAFE)})", flush=True)
+    )
+    print(
+        f"   rust pgbouncer: {passed.group(1)} of sendjobs-client's tests passed through the pooler "
+        f"({', '.join(RUST_POOLER_SAFE)})",
+        flush=True,
+    )
 
 
 def rust_over_tls():
@@ -459,13 +582,34 @@ def rust_over_tls():
     os.chmod(outer, 0o755)  # the server (postgres, when we are root) reads the files below
     folder = os.path.join(outer, "tls")
     settings = make_tls_files(folder, names="IP:127.0.0.1, DNS:localhost")
-    env = dict(os.environ, SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
-               SENDJOBS_WORKER_TEST_TLS_CA=f"{folder}/ca.crt",
-               SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres")
+    env = dict(
+        os.environ,
+        SENDJOBS_WORKER_TEST_DSN=f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user=postgres",
+        SENDJOBS_WORKER_TEST_TLS_CA=f"{folder}/ca.crt",
+        SENDJOBS_WORKER_TEST_TLS_DSN=f"host=127.0.0.1 port={os.environ['PGPORT']} user=postgres",
+    )
 
     def crate_test(name):
-        out = subprocess.run(["cargo", "test", "-q", "-p", "sendjobs-client", "--all-features", "--test", "live", "--",
-                              "--include-ignored", "--exact", name], cwd=ROOT, env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                "cargo",
+                "test",
+                "-q",
+                "-p",
+                "sendjobs-client",
+                "--all-features",
+                "--test",
+                "live",
+                "--",
+                "--include-ignored",
+                "--exact",
+                name,
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 0 and "1 passed" in out.stdout, f"sendjobs-client, {name}:\n{out.stdout}{out.stderr}"
 
     crate_test("a_tls_worker_refuses_a_server_without_tls")  # TLS is still off here
@@ -481,8 +625,11 @@ def rust_over_tls():
                 admin.execute(f"ALTER SYSTEM RESET {name}")
             admin.execute("SELECT pg_reload_conf()")
             shutil.rmtree(outer, ignore_errors=True)
-    print("   rust tls: sendjobs-client refused a server without TLS; with TLS on, it connected with "
-          "its CA, and was refused without it", flush=True)
+    print(
+        "   rust tls: sendjobs-client refused a server without TLS; with TLS on, it connected with "
+        "its CA, and was refused without it",
+        flush=True,
+    )
 
 
 def python_package(venv):
@@ -494,8 +641,11 @@ def python_package(venv):
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
     # From a copy: pip's build writes build/ and *.egg-info/ beside the sources.
     source = shutil.copytree(os.path.join(ROOT, "workers", "python"), os.path.join(venv, "source"))
-    out = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check", source],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check", source],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, f"pip install ./workers/python failed:\n{out.stdout}{out.stderr}"
     WORKERS["python"] = [os.path.join(venv, "bin", "sendjobs-worker")]
     python = os.path.join(venv, "bin", "python")
@@ -503,28 +653,43 @@ def python_package(venv):
 
     db, url = fresh_database("workers_python_client", "track_functions = 'all'")
     db.execute(payments)
-    subprocess.run([python, os.path.join(ROOT, "tests", "workers", "python_client.py")],
-                   env={**os.environ, "DATABASE_URL": url}, check=True)
+    subprocess.run(
+        [python, os.path.join(ROOT, "tests", "workers", "python_client.py")],
+        env={**os.environ, "DATABASE_URL": url},
+        check=True,
+    )
     db.close()
 
     with open(os.path.join(ROOT, "workers", "python", "README.md")) as f:
         example = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
     db, url = fresh_database("workers_python_readme")
     db.execute(payments)
-    run = subprocess.Popen([python, "-c", example], env={**os.environ, "DATABASE_URL": url},
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = subprocess.Popen(
+        [python, "-c", example],
+        env={**os.environ, "DATABASE_URL": url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        wait_until(db, "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
-                   15, "the README example's job sent")
+        wait_until(
+            db,
+            "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
+            15,
+            "the README example's job sent",
+        )
         run.send_signal(signal.SIGTERM)
         output, _ = run.communicate(timeout=10)
     finally:
         run.kill()
-    assert run.returncode == 0 and "sending {'to': 'acme', 'amount': 10}" in output, \
+    assert run.returncode == 0 and "sending {'to': 'acme', 'amount': 10}" in output, (
         f"the README example (exit {run.returncode}):\n{output}"
+    )
     db.close()
-    print("   python package: installed by pip into a venv; its README example sent its job and stopped "
-          "on SIGTERM", flush=True)
+    print(
+        "   python package: installed by pip into a venv; its README example sent its job and stopped on SIGTERM",
+        flush=True,
+    )
 
 
 def node_package(project):
@@ -537,14 +702,16 @@ def node_package(project):
     node_dir = os.path.join(ROOT, "workers", "node")
     os.makedirs(project)
     quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
-    packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", project, *quiet], cwd=node_dir,
-                            capture_output=True, text=True)
+    packed = subprocess.run(
+        ["npm", "pack", "--silent", "--pack-destination", project, *quiet], cwd=node_dir, capture_output=True, text=True
+    )
     assert packed.returncode == 0, f"npm pack failed:\n{packed.stdout}{packed.stderr}"
     tarball = packed.stdout.strip().splitlines()[-1]
     with open(os.path.join(project, "package.json"), "w") as f:
         json.dump({"name": "sendjobs-check", "private": True}, f)
-    out = subprocess.run(["npm", "install", "--prefer-offline", *quiet, f"./{tarball}"], cwd=project,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["npm", "install", "--prefer-offline", *quiet, f"./{tarball}"], cwd=project, capture_output=True, text=True
+    )
     assert out.returncode == 0, f"npm install of the packed package failed:\n{out.stdout}{out.stderr}"
     WORKERS["node"] = [os.path.join(project, "node_modules", ".bin", "sendjobs-worker")]
     payments = "CREATE TABLE payments (id text PRIMARY KEY, amount int NOT NULL)"
@@ -553,9 +720,15 @@ def node_package(project):
     db.execute(payments)
     shutil.copy(os.path.join(ROOT, "tests", "workers", "node_client.mjs"), project)
     subprocess.run(["node", "node_client.mjs"], cwd=project, env={**os.environ, "DATABASE_URL": url}, check=True)
-    required = subprocess.run(["node", "-e", "const s = require('sendjobs'); "
-                               "if (typeof s.enqueue !== 'function' || typeof s.Worker !== 'function') process.exit(1)"],
-                              cwd=project)
+    required = subprocess.run(
+        [
+            "node",
+            "-e",
+            "const s = require('sendjobs'); "
+            "if (typeof s.enqueue !== 'function' || typeof s.Worker !== 'function') process.exit(1)",
+        ],
+        cwd=project,
+    )
     assert required.returncode == 0, "require('sendjobs') has no enqueue or Worker"
     db.close()
 
@@ -564,28 +737,56 @@ def node_package(project):
     for name in ("example.mjs", "example.mts"):
         with open(os.path.join(project, name), "w") as f:
             f.write(example)
-    typed = subprocess.run([os.path.join(node_dir, "node_modules", ".bin", "tsc"), "--noEmit", "--strict",
-                            "--module", "nodenext", "--target", "es2022", "--types", "node",
-                            "--typeRoots", f"{project}/node_modules/@types,{node_dir}/node_modules/@types",
-                            "example.mts"],
-                           cwd=project, capture_output=True, text=True)
+    typed = subprocess.run(
+        [
+            os.path.join(node_dir, "node_modules", ".bin", "tsc"),
+            "--noEmit",
+            "--strict",
+            "--module",
+            "nodenext",
+            "--target",
+            "es2022",
+            "--types",
+            "node",
+            "--typeRoots",
+            f"{project}/node_modules/@types,{node_dir}/node_modules/@types",
+            "example.mts",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
     assert typed.returncode == 0, f"the README example does not type-check:\n{typed.stdout}{typed.stderr}"
     db, url = fresh_database("workers_node_readme")
     db.execute(payments)
-    run = subprocess.Popen(["node", "example.mjs"], cwd=project, env={**os.environ, "DATABASE_URL": url},
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = subprocess.Popen(
+        ["node", "example.mjs"],
+        cwd=project,
+        env={**os.environ, "DATABASE_URL": url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        wait_until(db, "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
-                   15, "the README example's job sent")
+        wait_until(
+            db,
+            "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
+            15,
+            "the README example's job sent",
+        )
         run.send_signal(signal.SIGTERM)
         output, _ = run.communicate(timeout=10)
     finally:
         run.kill()
-    assert run.returncode == 0 and "sending { to: 'acme', amount: 10 }" in output, \
+    assert run.returncode == 0 and "sending { to: 'acme', amount: 10 }" in output, (
         f"the README example (exit {run.returncode}):\n{output}"
+    )
     db.close()
-    print("   node package: packed, installed by npm, required as CommonJS; its README example type-checked "
-          "and sent its job, and stopped on SIGTERM", flush=True)
+    print(
+        "   node package: packed, installed by npm, required as CommonJS; its README example type-checked "
+        "and sent its job, and stopped on SIGTERM",
+        flush=True,
+    )
 
 
 def main(argv):

@@ -32,9 +32,11 @@ def check(condition, what):
 
 
 def jobs(conn, where="true"):
-    return conn.execute(f"SELECT id, queue, payload, transaction_id, idempotency_key, max_attempts, "
-                        f"ordering_key, priority, next_attempt_at - now() FROM send_jobs WHERE {where} "
-                        "ORDER BY id").fetchall()
+    return conn.execute(
+        f"SELECT id, queue, payload, transaction_id, idempotency_key, max_attempts, "
+        f"ordering_key, priority, next_attempt_at - now() FROM send_jobs WHERE {where} "
+        "ORDER BY id"
+    ).fetchall()
 
 
 with psycopg.connect(DSN, autocommit=True) as db:
@@ -45,32 +47,53 @@ with psycopg.connect(DSN, autocommit=True) as db:
         conn.execute("INSERT INTO payments VALUES ('p-1', 10)")
         sendjobs.enqueue(conn, {"to": "acme"}, queue="acme", transaction_id="p-1")
         conn.rollback()
-        check(jobs(db) == [] and db.execute("SELECT count(*) FROM payments").fetchone()[0] == 0,
-              "a rolled-back transaction leaves no job and no payment")
+        check(
+            jobs(db) == [] and db.execute("SELECT count(*) FROM payments").fetchone()[0] == 0,
+            "a rolled-back transaction leaves no job and no payment",
+        )
         conn.execute("INSERT INTO payments VALUES ('p-1', 10)")
         with conn.cursor() as cur:
-            first = sendjobs.enqueue(cur, {"to": "acme"}, queue="acme", transaction_id="p-1",
-                                     idempotency_key="p-1/notify", max_attempts=3, ordering_key="acct-1",
-                                     priority=5)
+            first = sendjobs.enqueue(
+                cur,
+                {"to": "acme"},
+                queue="acme",
+                transaction_id="p-1",
+                idempotency_key="p-1/notify",
+                max_attempts=3,
+                ordering_key="acct-1",
+                priority=5,
+            )
         again = sendjobs.enqueue(conn, {"to": "other"}, idempotency_key="p-1/notify")
         check(again == first, "a repeated key gives the first job")
     [(id_, queue, payload, tx, key, attempts, ordering, priority, _)] = jobs(db)
-    check((id_, queue, payload, tx, key, attempts, ordering, priority)
-          == (first, "acme", {"to": "acme"}, "p-1", "p-1/notify", 3, "acct-1", 5), "every column as given")
+    check(
+        (id_, queue, payload, tx, key, attempts, ordering, priority)
+        == (first, "acme", {"to": "acme"}, "p-1", "p-1/notify", 3, "acct-1", 5),
+        "every column as given",
+    )
 
     # Many: order, one value for all or one per job, due times.
     soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
     with psycopg.connect(DSN) as conn:
-        ids = sendjobs.enqueue_many(conn, [{"n": 1}, {"n": 2}, {"n": 3}], queue=["a", "a", "b"],
-                                    run_at=[None, soon, datetime.timedelta(minutes=10)], ordering_key="line",
-                                    max_attempts=[None, 2, None])
+        ids = sendjobs.enqueue_many(
+            conn,
+            [{"n": 1}, {"n": 2}, {"n": 3}],
+            queue=["a", "a", "b"],
+            run_at=[None, soon, datetime.timedelta(minutes=10)],
+            ordering_key="line",
+            max_attempts=[None, 2, None],
+        )
     check(ids == sorted(ids) and len(ids) == 3, "ids in order")
     rows = jobs(db, f"id = ANY(ARRAY{ids})")
     check([r[1] for r in rows] == ["a", "a", "b"] and [r[2]["n"] for r in rows] == [1, 2, 3], "queues and payloads")
     check([r[6] for r in rows] == ["line"] * 3 and [r[5] for r in rows] == [5, 2, 5], "keys and budgets")
     late = [r[8] for r in rows]
-    check(late[0] <= datetime.timedelta(0) and datetime.timedelta(minutes=59) < late[1] <= datetime.timedelta(hours=1)
-          and datetime.timedelta(minutes=9) < late[2] <= datetime.timedelta(minutes=10), f"due times {late}")
+    check(
+        late[0] <= datetime.timedelta(0)
+        and datetime.timedelta(minutes=59) < late[1] <= datetime.timedelta(hours=1)
+        and datetime.timedelta(minutes=9) < late[2] <= datetime.timedelta(minutes=10),
+        f"due times {late}",
+    )
     check(sendjobs.enqueue_many(db, []) == [], "none: nothing")
 
     # Bad input: its SQLSTATE, nothing added; a naive time refused here.
@@ -108,9 +131,10 @@ async def async_checks():
 
 one, many = asyncio.run(async_checks())
 with psycopg.connect(DSN, autocommit=True) as db:
-    check(len(jobs(db, "queue = 'zeta'")) == 3 and one < many[0] < many[1],
-          "async: the committed transaction's three jobs, not the rolled-back one's")
-
+    check(
+        len(jobs(db, "queue = 'zeta'")) == 3 and one < many[0] < many[1],
+        "async: the committed transaction's three jobs, not the rolled-back one's",
+    )
 
 
 async def batched_finalizes():
@@ -132,12 +156,15 @@ counters = asyncio.run(batched_finalizes())
 with psycopg.connect(DSN, autocommit=True) as db:
     calls = None
     for _ in range(100):  # the worker's backends report their calls as they exit
-        calls = db.execute("SELECT sum(calls) FROM pg_stat_user_functions "
-                           "WHERE funcname = 'sendjobs_finalize_batch'").fetchone()[0]
+        calls = db.execute(
+            "SELECT sum(calls) FROM pg_stat_user_functions WHERE funcname = 'sendjobs_finalize_batch'"
+        ).fetchone()[0]
         if calls:
             break
         time.sleep(0.1)
-    check(counters["sent"] == 200 and calls is not None and calls <= 10,
-          f"200 results finalized in {calls} calls ({counters})")
+    check(
+        counters["sent"] == 200 and calls is not None and calls <= 10,
+        f"200 results finalized in {calls} calls ({counters})",
+    )
 
 print(f"   python client: {checks} checks of the installed package's producer and worker passed", flush=True)

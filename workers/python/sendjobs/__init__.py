@@ -9,5 +9,16 @@ from .producer import enqueue, enqueue_async, enqueue_many, enqueue_many_async
 from .worker import SENT, Job, Outcome, Worker, failed, retry
 
 __version__ = "0.3.0"
-__all__ = ["enqueue", "enqueue_async", "enqueue_many", "enqueue_many_async",
-           "Job", "Outcome", "SENT", "Worker", "failed", "retry", "__version__"]
+__all__ = [
+    "enqueue",
+    "enqueue_async",
+    "enqueue_many",
+    "enqueue_many_async",
+    "Job",
+    "Outcome",
+    "SENT",
+    "Worker",
+    "failed",
+    "retry",
+    "__version__",
+]

@@ -31,11 +31,24 @@ def http_send(partner_url: str, worker_name: str) -> Handler:
     after its lease expired."""
 
     def post(job: Job) -> Outcome:
-        body = json.dumps({"job_id": job.id, "claim_generation": job.generation,
-                           "transaction_id": job.transaction_id, "payload": job.payload}).encode()
-        request = urllib.request.Request(partner_url, data=body, method="POST", headers={
-            "Content-Type": "application/json", "X-Worker": worker_name,
-            "Idempotency-Key": job.idempotency_key or f"sendjobs-{job.id}"})
+        body = json.dumps(
+            {
+                "job_id": job.id,
+                "claim_generation": job.generation,
+                "transaction_id": job.transaction_id,
+                "payload": job.payload,
+            }
+        ).encode()
+        request = urllib.request.Request(
+            partner_url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "X-Worker": worker_name,
+                "Idempotency-Key": job.idempotency_key or f"sendjobs-{job.id}",
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=60):
                 return SENT
@@ -57,13 +70,19 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     env = os.environ.get
     name = env("WORKER_NAME", "sendjobs-worker-py")
-    worker = Worker(env("DATABASE_URL", ""), http_send(env("PARTNER_URL", ""), name),
-                    queue=env("QUEUE") or None, batch=int(env("BATCH", "10")),
-                    lease=datetime.timedelta(seconds=float(env("LEASE_SECONDS", "30"))),
-                    send_timeout=float(env("SEND_TIMEOUT_SECONDS", "60")),
-                    poll=float(env("POLL_SECONDS", "5")), listen=env("LISTEN", "1") == "1",
-                    schema=env("SCHEMA", "public"), name=name,
-                    connect_timeout=int(env("CONNECT_TIMEOUT_SECONDS", "10")))
+    worker = Worker(
+        env("DATABASE_URL", ""),
+        http_send(env("PARTNER_URL", ""), name),
+        queue=env("QUEUE") or None,
+        batch=int(env("BATCH", "10")),
+        lease=datetime.timedelta(seconds=float(env("LEASE_SECONDS", "30"))),
+        send_timeout=float(env("SEND_TIMEOUT_SECONDS", "60")),
+        poll=float(env("POLL_SECONDS", "5")),
+        listen=env("LISTEN", "1") == "1",
+        schema=env("SCHEMA", "public"),
+        name=name,
+        connect_timeout=int(env("CONNECT_TIMEOUT_SECONDS", "10")),
+    )
     counters = asyncio.run(worker.run())
     print(json.dumps(counters), flush=True)
     return 0

@@ -35,9 +35,17 @@ def _aware(at: datetime.datetime) -> datetime.datetime:
     return at
 
 
-def _one(payload: Any, queue: str, run_at: Due, transaction_id: Optional[str], idempotency_key: Optional[str],
-         max_attempts: Optional[int], ordering_key: Optional[str], priority: int,
-         schema: Optional[str]) -> tuple[sql.Composable, list[Any]]:
+def _one(
+    payload: Any,
+    queue: str,
+    run_at: Due,
+    transaction_id: Optional[str],
+    idempotency_key: Optional[str],
+    max_attempts: Optional[int],
+    ordering_key: Optional[str],
+    priority: int,
+    schema: Optional[str],
+) -> tuple[sql.Composable, list[Any]]:
     if run_at is None:
         due, due_params = sql.SQL("NULL::timestamptz"), []
     elif isinstance(run_at, datetime.timedelta):
@@ -47,9 +55,18 @@ def _one(payload: Any, queue: str, run_at: Due, transaction_id: Optional[str], i
     else:
         raise TypeError(f"run_at must be a datetime, a timedelta or None, not {type(run_at).__name__}")
     query = sql.SQL("SELECT {}(%s::jsonb, %s::text, {}, %s::text, %s::text, %s::int, %s::text, %s::int)").format(
-        _function(schema, "sendjobs_enqueue"), due)
-    return query, [Jsonb(payload), queue, *due_params, transaction_id, idempotency_key, max_attempts,
-                   ordering_key, priority]
+        _function(schema, "sendjobs_enqueue"), due
+    )
+    return query, [
+        Jsonb(payload),
+        queue,
+        *due_params,
+        transaction_id,
+        idempotency_key,
+        max_attempts,
+        ordering_key,
+        priority,
+    ]
 
 
 def _listed(value: Any, count: int, name: str) -> list[Any]:
@@ -61,10 +78,17 @@ def _listed(value: Any, count: int, name: str) -> list[Any]:
     return [value]
 
 
-def _many(payloads: Sequence[Any], queue: Each[str], run_at: Each[Due], transaction_id: Each[Optional[str]],
-          idempotency_key: Each[Optional[str]], max_attempts: Each[Optional[int]],
-          ordering_key: Each[Optional[str]], priority: Each[int],
-          schema: Optional[str]) -> tuple[sql.Composable, list[Any]]:
+def _many(
+    payloads: Sequence[Any],
+    queue: Each[str],
+    run_at: Each[Due],
+    transaction_id: Each[Optional[str]],
+    idempotency_key: Each[Optional[str]],
+    max_attempts: Each[Optional[int]],
+    ordering_key: Each[Optional[str]],
+    priority: Each[int],
+    schema: Optional[str],
+) -> tuple[sql.Composable, list[Any]]:
     count = len(payloads)
     due = _listed(run_at, count, "run_at")
     at = [_aware(d) if isinstance(d, datetime.datetime) else None for d in due]
@@ -78,68 +102,110 @@ def _many(payloads: Sequence[Any], queue: Each[str], run_at: Each[Due], transact
         "FROM unnest(%s::timestamptz[], %s::interval[]) WITH ORDINALITY AS due (at, delay, ord) "
         "ORDER BY due.ord) END, %s::text[], %s::text[], %s::int[], %s::text[], %s::int[])"
     ).format(_function(schema, "sendjobs_enqueue_many"))
-    return query, [[Jsonb(p) for p in payloads], _listed(queue, count, "queue"),
-                   all(d is None for d in due), at, delay,
-                   _listed(transaction_id, count, "transaction_id"),
-                   _listed(idempotency_key, count, "idempotency_key"),
-                   _listed(max_attempts, count, "max_attempts"),
-                   _listed(ordering_key, count, "ordering_key"), _listed(priority, count, "priority")]
+    return query, [
+        [Jsonb(p) for p in payloads],
+        _listed(queue, count, "queue"),
+        all(d is None for d in due),
+        at,
+        delay,
+        _listed(transaction_id, count, "transaction_id"),
+        _listed(idempotency_key, count, "idempotency_key"),
+        _listed(max_attempts, count, "max_attempts"),
+        _listed(ordering_key, count, "ordering_key"),
+        _listed(priority, count, "priority"),
+    ]
 
 
-def enqueue(conn: Union[Connection[Any], Cursor[Any]], payload: Any, *, queue: str = "default",
-            run_at: Due = None, transaction_id: Optional[str] = None, idempotency_key: Optional[str] = None,
-            max_attempts: Optional[int] = None, ordering_key: Optional[str] = None, priority: int = 0,
-            schema: Optional[str] = None) -> int:
+def enqueue(
+    conn: Union[Connection[Any], Cursor[Any]],
+    payload: Any,
+    *,
+    queue: str = "default",
+    run_at: Due = None,
+    transaction_id: Optional[str] = None,
+    idempotency_key: Optional[str] = None,
+    max_attempts: Optional[int] = None,
+    ordering_key: Optional[str] = None,
+    priority: int = 0,
+    schema: Optional[str] = None,
+) -> int:
     """Adds a job (its payload: anything json.dumps takes) on `conn`, in its transaction,
     and returns its id; a repeated idempotency key returns the first job's id."""
-    query, params = _one(payload, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key,
-                         priority, schema)
+    query, params = _one(
+        payload, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key, priority, schema
+    )
     row = conn.execute(query, params).fetchone()
     assert row is not None
     return int(row[0])
 
 
-def enqueue_many(conn: Union[Connection[Any], Cursor[Any]], payloads: Sequence[Any], *,
-                 queue: Each[str] = "default", run_at: Each[Due] = None,
-                 transaction_id: Each[Optional[str]] = None, idempotency_key: Each[Optional[str]] = None,
-                 max_attempts: Each[Optional[int]] = None, ordering_key: Each[Optional[str]] = None,
-                 priority: Each[int] = 0, schema: Optional[str] = None) -> list[int]:
+def enqueue_many(
+    conn: Union[Connection[Any], Cursor[Any]],
+    payloads: Sequence[Any],
+    *,
+    queue: Each[str] = "default",
+    run_at: Each[Due] = None,
+    transaction_id: Each[Optional[str]] = None,
+    idempotency_key: Each[Optional[str]] = None,
+    max_attempts: Each[Optional[int]] = None,
+    ordering_key: Each[Optional[str]] = None,
+    priority: Each[int] = 0,
+    schema: Optional[str] = None,
+) -> list[int]:
     """Adds the jobs of `payloads` in one statement and returns their ids in order. Every
     other argument is one value for all, or a list of one per job. None is added unless
     every one is valid."""
     if not payloads:
         return []
-    query, params = _many(payloads, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key,
-                          priority, schema)
+    query, params = _many(
+        payloads, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key, priority, schema
+    )
     row = conn.execute(query, params).fetchone()
     assert row is not None
     return [int(i) for i in row[0]]
 
 
-async def enqueue_async(conn: Union[AsyncConnection[Any], AsyncCursor[Any]], payload: Any, *,
-                        queue: str = "default", run_at: Due = None, transaction_id: Optional[str] = None,
-                        idempotency_key: Optional[str] = None, max_attempts: Optional[int] = None,
-                        ordering_key: Optional[str] = None, priority: int = 0,
-                        schema: Optional[str] = None) -> int:
+async def enqueue_async(
+    conn: Union[AsyncConnection[Any], AsyncCursor[Any]],
+    payload: Any,
+    *,
+    queue: str = "default",
+    run_at: Due = None,
+    transaction_id: Optional[str] = None,
+    idempotency_key: Optional[str] = None,
+    max_attempts: Optional[int] = None,
+    ordering_key: Optional[str] = None,
+    priority: int = 0,
+    schema: Optional[str] = None,
+) -> int:
     """enqueue on an async connection or cursor."""
-    query, params = _one(payload, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key,
-                         priority, schema)
+    query, params = _one(
+        payload, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key, priority, schema
+    )
     row = await (await conn.execute(query, params)).fetchone()
     assert row is not None
     return int(row[0])
 
 
-async def enqueue_many_async(conn: Union[AsyncConnection[Any], AsyncCursor[Any]], payloads: Sequence[Any], *,
-                             queue: Each[str] = "default", run_at: Each[Due] = None,
-                             transaction_id: Each[Optional[str]] = None,
-                             idempotency_key: Each[Optional[str]] = None,
-                             max_attempts: Each[Optional[int]] = None, ordering_key: Each[Optional[str]] = None,
-                             priority: Each[int] = 0, schema: Optional[str] = None) -> list[int]:
+async def enqueue_many_async(
+    conn: Union[AsyncConnection[Any], AsyncCursor[Any]],
+    payloads: Sequence[Any],
+    *,
+    queue: Each[str] = "default",
+    run_at: Each[Due] = None,
+    transaction_id: Each[Optional[str]] = None,
+    idempotency_key: Each[Optional[str]] = None,
+    max_attempts: Each[Optional[int]] = None,
+    ordering_key: Each[Optional[str]] = None,
+    priority: Each[int] = 0,
+    schema: Optional[str] = None,
+) -> list[int]:
     """enqueue_many on an async connection or cursor."""
     if not payloads:
         return []
-    query, params = _many(payloads, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key,
-                          priority, schema)
+    query, params = _many(
+        payloads, queue, run_at, transaction_id, idempotency_key, max_attempts, ordering_key, priority, schema
+    )
     row = await (await conn.execute(query, params)).fetchone()
     assert row is not None
     return [int(i) for i in row[0]]

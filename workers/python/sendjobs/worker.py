@@ -71,11 +71,22 @@ class Worker:
     """A worker of one queue (or of every queue, in turn, with queue=None). `handler` is an
     async function of a Job that returns an Outcome; one that raises is retried."""
 
-    def __init__(self, dsn: str, handler: Handler, *, queue: Optional[str] = None, batch: int = 10,
-                 lease: datetime.timedelta = datetime.timedelta(seconds=30), send_timeout: float = 60.0,
-                 poll: float = 5.0, listen: bool = True, schema: str = "public",
-                 name: str = "sendjobs-worker-py", connect_timeout: int = 10,
-                 finish_window: float = 0.005):
+    def __init__(
+        self,
+        dsn: str,
+        handler: Handler,
+        *,
+        queue: Optional[str] = None,
+        batch: int = 10,
+        lease: datetime.timedelta = datetime.timedelta(seconds=30),
+        send_timeout: float = 60.0,
+        poll: float = 5.0,
+        listen: bool = True,
+        schema: str = "public",
+        name: str = "sendjobs-worker-py",
+        connect_timeout: int = 10,
+        finish_window: float = 0.005,
+    ):
         if not isinstance(lease, datetime.timedelta):
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
         self.dsn, self.send, self.queue, self.batch = dsn, handler, queue, batch
@@ -90,31 +101,51 @@ class Worker:
         self.running = 0  # jobs claimed whose result is not known yet
         self.completer: Optional[asyncio.Task[None]] = None
         fn = lambda f: sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(f))  # noqa: E731
-        self.sql_claim = sql.SQL("SELECT id, claim_generation, transaction_id, idempotency_key, payload "
-                                 "FROM {}(%s, %s, %s)").format(fn("sendjobs_claim"))
+        self.sql_claim = sql.SQL(
+            "SELECT id, claim_generation, transaction_id, idempotency_key, payload FROM {}(%s, %s, %s)"
+        ).format(fn("sendjobs_claim"))
         self.sql_heartbeat = sql.SQL("SELECT {}(%s, %s, %s)").format(fn("sendjobs_heartbeat"))
         # After a short claim of its queue: limited (and until when) or empty.
-        self.sql_limits = sql.SQL("SELECT limited, extract(epoch FROM retry_after) FROM {}(%s)"
-                                  ).format(fn("sendjobs_queue_limits"))
+        self.sql_limits = sql.SQL("SELECT limited, extract(epoch FROM retry_after) FROM {}(%s)").format(
+            fn("sendjobs_queue_limits")
+        )
         # Results of one outcome (and error) together, answered in their order, each with
         # its job's status: a retry on the last attempt is applied and fails the job, and
         # counts as failed (docs/reference.md).
-        self.sql_finalize = sql.SQL("SELECT result, status FROM {}(%s::int8[], %s::int8[], %s, %s)"
-                                    ).format(fn("sendjobs_finalize_batch"))
+        self.sql_finalize = sql.SQL("SELECT result, status FROM {}(%s::int8[], %s::int8[], %s, %s)").format(
+            fn("sendjobs_finalize_batch")
+        )
         self.conn = None
         self.connecting = asyncio.Lock()
         self.stopping = asyncio.Event()
         self.stopped_at = None  # the loop's time of the signal
         self.wakeup = asyncio.Event()
-        self.counters = dict.fromkeys(["claimed", "sent", "failed", "retried", "stale",
-                                       "heartbeats", "wakeups", "limited", "reconnects", "errors"], 0)
+        self.counters = dict.fromkeys(
+            [
+                "claimed",
+                "sent",
+                "failed",
+                "retried",
+                "stale",
+                "heartbeats",
+                "wakeups",
+                "limited",
+                "reconnects",
+                "errors",
+            ],
+            0,
+        )
 
     # -- the connection ---------------------------------------------------------------
 
     async def connect(self):
         conn = await psycopg.AsyncConnection.connect(
-            self.dsn, autocommit=True, prepare_threshold=None, application_name=self.name,
-            connect_timeout=self.connect_timeout)
+            self.dsn,
+            autocommit=True,
+            prepare_threshold=None,
+            application_name=self.name,
+            connect_timeout=self.connect_timeout,
+        )
         # The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
         conn.add_notice_handler(lambda d: log.warning("server %s: %s", d.severity, d.message_primary))
         return conn
@@ -220,8 +251,9 @@ class Worker:
         pending = set(sends)
         finalized = []
         while pending:
-            done, pending = await asyncio.wait(pending, timeout=max(0.0, min(next_beat, deadline) - loop.time()),
-                                               return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await asyncio.wait(
+                pending, timeout=max(0.0, min(next_beat, deadline) - loop.time()), return_when=asyncio.FIRST_COMPLETED
+            )
             for send in done:
                 try:
                     kind, error = send.result()
@@ -233,8 +265,9 @@ class Worker:
             if loop.time() >= deadline:
                 for send in pending:
                     send.cancel()
-                    finalized.append(self.hand_over(sends[send], "retry",
-                                                    f"send timed out after {self.send_timeout:g} s"))
+                    finalized.append(
+                        self.hand_over(sends[send], "retry", f"send timed out after {self.send_timeout:g} s")
+                    )
                 break
             next_beat += half_lease
             for send in list(pending):
@@ -280,7 +313,7 @@ class Worker:
                 except asyncio.TimeoutError:
                     pass
             self.finishing_full.clear()
-            waiting, self.finishing = self.finishing[:self.batch], self.finishing[self.batch:]
+            waiting, self.finishing = self.finishing[: self.batch], self.finishing[self.batch :]
             if len(self.finishing) >= self.batch:
                 self.finishing_full.set()
             groups: dict[tuple[str, Optional[str]], list[Any]] = {}
@@ -291,8 +324,9 @@ class Worker:
 
     async def finalize_together(self, kind: str, error: Optional[str], items: list[Any]) -> None:
         try:
-            rows = await self.call(self.sql_finalize, ([job.id for job, *_ in items],
-                                                      [job.generation for job, *_ in items], kind, error))
+            rows = await self.call(
+                self.sql_finalize, ([job.id for job, *_ in items], [job.generation for job, *_ in items], kind, error)
+            )
         except psycopg.Error as e:
             if len(items) > 1:  # one job's refusal must not hold the others: one by one
                 log.warning("finalize of %d jobs failed, one by one now: %s", len(items), e)
@@ -305,10 +339,9 @@ class Worker:
             self.counters["errors"] += 1
             items[0][3].set_result(None)
             return
-        for (job, _, _, done), (answer, status) in zip(items, rows):
+        for (_job, _, _, done), (answer, status) in zip(items, rows):
             # Applied (a repeat of a call whose answer was lost too): what the job became.
-            key = {"sent": "sent", "failed": "failed", "pending": "retried"}[status] if answer == "applied" \
-                else "stale"
+            key = {"sent": "sent", "failed": "failed", "pending": "retried"}[status] if answer == "applied" else "stale"
             self.counters[key] += 1
             done.set_result(None)
 
@@ -351,8 +384,7 @@ class Worker:
             await self.run_batch(jobs)
             if len(jobs) < self.batch:
                 waits = [asyncio.create_task(e.wait()) for e in (self.wakeup, self.stopping)]
-                await asyncio.wait(waits, timeout=await self.idle_wait(len(jobs)),
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(waits, timeout=await self.idle_wait(len(jobs)), return_when=asyncio.FIRST_COMPLETED)
                 for w in waits:
                     w.cancel()
         if listener:
@@ -395,8 +427,14 @@ def connection_lost(conn, e):
     """The connection is gone (closed, or the server ended the session): make the call
     again on a new one. Any other error (a timeout, a conflict, bad input) is the caller's."""
     state = e.sqlstate or ""
-    return (conn is None or conn.closed or isinstance(e, psycopg.OperationalError) and not state
-            or state.startswith("08") or state in ("57P01", "57P02", "57P03"))
+    return (
+        conn is None
+        or conn.closed
+        or isinstance(e, psycopg.OperationalError)
+        and not state
+        or state.startswith("08")
+        or state in ("57P01", "57P02", "57P03")
+    )
 
 
 def is_permanent(e):
