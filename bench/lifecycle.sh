@@ -19,7 +19,8 @@ if [ -z "${SENDJOBS_SKIP_INSTALL:-}" ]; then
   echo "== lifecycle.sh: building and installing this tree (release profile)"
   install_extension >/dev/null
 fi
+settings=()
+for setting in ${SENDJOBS_SERVER_SETTINGS:-}; do settings+=(-c "$setting"); done
 /usr/bin/python3 tests/cluster.py run --name sendjobs-lifecycle \
-  -c shared_buffers=512MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off \
-  $(for setting in ${SENDJOBS_SERVER_SETTINGS:-}; do printf -- '-c %s ' "$setting"; done) \
+  -c shared_buffers=512MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c jit=off "${settings[@]}" \
   -- /usr/bin/python3 bench/lifecycle.py "$@"

@@ -46,6 +46,7 @@ under=()
 case " $* " in
   *" --instructions "*)
     counts=$(callgrind_folder peers)
+    # shellcheck disable=SC2016  # expanded when the trap runs
     cleanup_on_exit 'rm -rf "$counts"'
     under=(--callgrind "$counts" -c autovacuum=off -c max_parallel_maintenance_workers=0
            -c max_parallel_workers_per_gather=0)

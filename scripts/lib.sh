@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers shared by the shell scripts that install the extension or run a
 # throwaway PostgreSQL cluster themselves (scripts/, tests/upgrade/, bench/run.sh; the
 # Python ones use tests/cluster.py). Source it from the repository root:
@@ -29,6 +30,7 @@ as_root() { if is_root; then "$@"; else sudo "$@"; fi; }
 # raises SIGPIPE at the next line we print; the cleanup's own lines then go to /dev/null
 # instead of raising it again.
 cleanup_on_exit() {
+  # shellcheck disable=SC2064  # the handler's text is the caller's, expanded now on purpose
   trap "$1" EXIT
   trap 'exit 129' HUP
   trap 'exit 130' INT

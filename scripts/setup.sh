@@ -4,6 +4,7 @@
 set -euo pipefail
 
 PGRX_VERSION=0.18.0
+RUFF_VERSION=0.17.6   # ruff.toml: the Python lint and formatter
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -14,9 +15,9 @@ need_apt=()
 # nodejs and npm for the Node.js package, unless a Node.js is installed already; libssl-dev and openssl: the Rust
 # worker's TLS (native-tls on OpenSSL) and its test's certificates; chromium and curl: the
 # operator's console's browser test (tests/console/run.sh, playwright-core drives
-# /usr/bin/chromium).
+# /usr/bin/chromium); shellcheck: the shell scripts' lint.
 for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config libssl-dev openssl python3-psycopg2 \
-           python3-psycopg python3-venv pgbouncer chromium curl $(command -v npm >/dev/null || echo nodejs npm) \
+           python3-psycopg python3-venv pgbouncer chromium curl shellcheck $(command -v npm >/dev/null || echo nodejs npm) \
            $(python3 -m pip --version >/dev/null 2>&1 || echo python3-pip); do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done
@@ -24,6 +25,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# ruff, the Python lint and formatter (ruff.toml), pinned, in a venv of its own under target/.
+ruff_venv="$(dirname "${BASH_SOURCE[0]}")/../target/lint-venv"
+if ! "$ruff_venv/bin/ruff" --version 2>/dev/null | grep -qx "ruff $RUFF_VERSION"; then
+  echo "setup: installing ruff $RUFF_VERSION into target/lint-venv"
+  /usr/bin/python3 -m venv "$ruff_venv"
+  "$ruff_venv/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION"
 fi
 
 # Debian starts a cluster on port 5432 when it installs the server; we never use it.

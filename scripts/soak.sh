@@ -52,6 +52,7 @@ fi
 WORK="$(make_workdir sendjobs-soak)"
 
 child=""
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   local rc=$?
   set +e

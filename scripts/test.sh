@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of sendjobs, each against its own throwaway cluster, on every supported
 # PostgreSQL major (scripts/postgres-majors: 15, 16, 17 and 18):
-#   1. cargo fmt --check, and cargo clippy -D warnings for each major;
+#   1. cargo fmt --check, and cargo clippy -D warnings for each major; ruff (format and
+#      lint) over the Python, shellcheck over the shell; the TypeScript package is built by
+#      setup.sh with tsc in strict mode;
 #   2. on each major but the default: the in-database pgrx tests with the model-based test
 #      (cargo pgrx test), and the SQL suites (scripts/test-sql.sh: pg_regress, the attack
 #      suite among them, and the isolation specs) on a fresh install;
@@ -32,6 +34,9 @@ took() { echo "== took $((SECONDS - started)) s so far"; }
 
 echo "== format and lints =="
 cargo fmt --check
+target/lint-venv/bin/ruff format --check --quiet .   # ruff.toml
+target/lint-venv/bin/ruff check --quiet .
+git ls-files -z '*.sh' | xargs -0 shellcheck -x
 for major in $(all_majors); do
   cargo clippy --all-targets --no-default-features --features "pg$major pg_test" -- -D warnings
 done
@@ -88,6 +93,7 @@ echo "== the Python and TypeScript workers, and the Rust one through PgBouncer a
 python3 tests/cluster.py run --name sendjobs-workers -- /usr/bin/python3 tests/workers/check.py 2>&1 | tee -a "$log"
 
 echo "== the Rust worker (workers/rust/) =="
+# shellcheck disable=SC2016  # $PGHOST and $PGPORT are the cluster's, set for the inner shell
 python3 tests/cluster.py run --name sendjobs-worker -- bash -c \
   'SENDJOBS_WORKER_TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER" cargo test -p sendjobs-client --all-features -- --include-ignored --skip a_worker_connects_over_tls --skip a_tls_worker_refuses_a_server_without_tls' \
   2>&1 | tee -a "$log"

@@ -60,6 +60,7 @@ if [ "$from" = 0.1.0 ]; then
   echo >&"${across[1]}"
   read -r line <&"${across[0]}" || true
   log "$line"
+  # shellcheck disable=SC2154  # coproc sets across_PID
   wait "$across_PID" || { echo "$line" >&2; exit 1; }
   sql -d upgrade -c "DROP OWNED BY window_worker" -c "DROP ROLE window_worker"
 fi
