@@ -10,7 +10,9 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every table of the extension is in the Tables example;
   * every setting `sendjobs.*` the library defines is named;
   * every SQLSTATE in src/errors.rs is named;
-  * every page of docs/ and every decision record is linked from docs/README.md, the index.
+  * every page of docs/ and every decision record is linked from docs/README.md, the index;
+  * every path docs/contract.md and docs/reference.md cite exists (and a `file::name`, the
+    function it names).
 
 First, the ```sql blocks of the README's "## Quick look" section run the same way, in
 order, in one psql session as a superuser on a fresh database of their own: each must
@@ -174,6 +176,26 @@ def coverage(doc):
     return missing
 
 
+CITED = re.compile(r"`((?:src|sql|tests|workers|bench|docs|console|scripts)/[^`\s:<]+)(?:::(\w+))?`")
+
+
+def cited_paths(page):
+    """Every path the page cites (`tests/...`, `src/...`: a file of the repository, and
+    `file::name` a function in it) that does not exist."""
+    with open(os.path.join(ROOT, page)) as f:
+        text = f.read()
+    missing = []
+    for path, name in sorted(set(CITED.findall(text))):
+        full = os.path.join(ROOT, path)
+        if not os.path.exists(full):
+            missing.append(path)
+        elif name:
+            with open(full) as f:
+                if not re.search(rf"\b(def|fn) {name}\b", f.read()):
+                    missing.append(f"{path}::{name}")
+    return missing
+
+
 def index_coverage():
     """Every page of docs/ and every decision record, linked from docs/README.md."""
     with open(os.path.join(ROOT, "docs", "README.md")) as f:
@@ -214,6 +236,8 @@ def main(argv):
     missing = coverage(doc)
     failures += [f"not in docs/reference.md: {m}" for m in missing]
     failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
+    for page in ("docs/contract.md", "docs/reference.md"):
+        failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
     for failure in failures:
         print(failure, file=sys.stderr)
     print(
