@@ -11,8 +11,9 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every setting `sendjobs.*` the library defines is named;
   * every SQLSTATE in src/errors.rs is named;
   * every page of docs/ and every decision record is linked from docs/README.md, the index;
-  * every path docs/contract.md and docs/reference.md cite exists (and a `file::name`, the
-    function it names).
+  * every file of src/ is named in docs/architecture.md, the map;
+  * every path docs/contract.md, docs/reference.md and docs/architecture.md cite exists
+    (and a `file::name`, the function it names).
 
 First, the ```sql blocks of the README's "## Quick look" section run the same way, in
 order, in one psql session as a superuser on a fresh database of their own: each must
@@ -196,6 +197,14 @@ def cited_paths(page):
     return missing
 
 
+def architecture_coverage():
+    """Every file of src/ named in docs/architecture.md, the map."""
+    with open(os.path.join(ROOT, "docs", "architecture.md")) as f:
+        map_ = f.read()
+    files = [f"src/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "src"))) if name.endswith(".rs")]
+    return [name for name in files if f"`{name}`" not in map_]
+
+
 def index_coverage():
     """Every page of docs/ and every decision record, linked from docs/README.md."""
     with open(os.path.join(ROOT, "docs", "README.md")) as f:
@@ -236,7 +245,8 @@ def main(argv):
     missing = coverage(doc)
     failures += [f"not in docs/reference.md: {m}" for m in missing]
     failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
-    for page in ("docs/contract.md", "docs/reference.md"):
+    failures += [f"not in docs/architecture.md, the map: {m}" for m in architecture_coverage()]
+    for page in ("docs/contract.md", "docs/reference.md", "docs/architecture.md"):
         failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
     for failure in failures:
         print(failure, file=sys.stderr)
