@@ -11,6 +11,7 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every setting `sendjobs.*` the library defines is named;
   * every SQLSTATE in src/errors.rs is named;
   * every page of docs/ and every decision record is linked from docs/README.md, the index;
+  * every function's entry ends with its trail (code, statements, invariants, tests);
   * every file of src/ is named in docs/architecture.md, the map;
   * every path docs/contract.md, docs/reference.md and docs/architecture.md cite exists
     (and a `file::name`, the function it names).
@@ -197,6 +198,17 @@ def cited_paths(page):
     return missing
 
 
+def trails_missing(doc):
+    """Every function's entry ends with its trail: a line "Code: `src/...`; statements: ...;
+    tests: ..." (the code, its statements, its invariants, its tests by path)."""
+    missing = []
+    for section in re.split(r"(?m)^(?=#{2,3} )", doc):
+        m = re.match(r"### `(sendjobs_\w+)\(", section)
+        if m and not re.search(r"(?m)^Code: `src/[^`]+`;.*tests: `", section):
+            missing.append(m.group(1))
+    return missing
+
+
 def architecture_coverage():
     """Every file of src/ named in docs/architecture.md, the map."""
     with open(os.path.join(ROOT, "docs", "architecture.md")) as f:
@@ -246,6 +258,7 @@ def main(argv):
     failures += [f"not in docs/reference.md: {m}" for m in missing]
     failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
     failures += [f"not in docs/architecture.md, the map: {m}" for m in architecture_coverage()]
+    failures += [f"docs/reference.md: {m}'s entry has no trail (Code: ...; tests: ...)" for m in trails_missing(doc)]
     for page in ("docs/contract.md", "docs/reference.md", "docs/architecture.md"):
         failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
     for failure in failures:
