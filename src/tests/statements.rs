@@ -5,7 +5,65 @@
 mod parsing {
     use pgrx::pg_sys;
 
-    use crate::statements::parse;
+    use crate::statements::{parse, variant_names};
+
+    /// Each variant of a file with variants is committed whole in `sql/expanded/`, as
+    /// `FILE.VARIANT.sql`: what the server runs (and pg_stat_statements shows), one file
+    /// each, for a reviewer to read. A difference from the source fails;
+    /// `SENDJOBS_BLESS=1 cargo pgrx test` writes them again.
+    #[test]
+    fn every_variant_is_committed_whole() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let bless = std::env::var_os("SENDJOBS_BLESS").is_some();
+        let mut wanted = Vec::new();
+        let mut files: Vec<_> = std::fs::read_dir(format!("{root}/sql/statements"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        files.sort();
+        for path in files {
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let source = std::fs::read_to_string(&path).unwrap();
+            let mut variants: Vec<&str> = Vec::new();
+            for line in source.lines() {
+                if let Some(names) = line.trim().strip_prefix("--- variant ") {
+                    for name in variant_names(names) {
+                        if !variants.contains(&name) {
+                            variants.push(name);
+                        }
+                    }
+                }
+            }
+            for variant in variants {
+                let name = format!("{}.{variant}.sql", file.trim_end_matches(".sql"));
+                let text = parse(&file, &source, Some(variant)).text;
+                let expanded = format!(
+                    "-- sql/statements/{file}, variant {variant}, as the server runs it: written by\n\
+                     -- SENDJOBS_BLESS=1 from the source, which is the one to edit.\n{}\n",
+                    text.trim_end()
+                );
+                let target = format!("{root}/sql/expanded/{name}");
+                if bless {
+                    std::fs::create_dir_all(format!("{root}/sql/expanded")).unwrap();
+                    std::fs::write(&target, &expanded).unwrap();
+                }
+                let committed = std::fs::read_to_string(&target).unwrap_or_default();
+                assert!(
+                    committed == expanded,
+                    "sql/expanded/{name} is not variant {variant} of sql/statements/{file} \
+                     (SENDJOBS_BLESS=1 writes it)"
+                );
+                wanted.push(name);
+            }
+        }
+        for entry in std::fs::read_dir(format!("{root}/sql/expanded")).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(
+                wanted.contains(&name),
+                "sql/expanded/{name} is no variant of a statement any more: delete it"
+            );
+        }
+    }
 
     const FILE: &str = "--- params: a int8, b text\n--- columns: x\n-- a comment\n\
         SELECT 1\n--- variant a\n  + 2\n--- variant b\n  + 3\n--- end\n  AS x\n";
