@@ -12,6 +12,7 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every SQLSTATE in src/errors.rs is named;
   * every page of docs/ and every decision record is linked from docs/README.md, the index;
   * every function's entry ends with its trail (code, statements, invariants, tests);
+  * what the README says of the invariants' count is the contract's;
   * every file of src/ is named in docs/architecture.md, the map;
   * every path docs/contract.md, docs/reference.md and docs/architecture.md cite exists
     (and a `file::name`, the function it names).
@@ -209,6 +210,20 @@ def trails_missing(doc):
     return missing
 
 
+def invariant_counts():
+    """What README and CONTRIBUTING say of the invariants ("invariants 1–N") against the
+    contract's numbered list."""
+    with open(os.path.join(ROOT, "docs", "contract.md")) as f:
+        count = len(re.findall(r"(?m)^(\d+)\. \*\*", f.read()))
+    wrong = []
+    for page in ("README.md", "CONTRIBUTING.md", "docs/testing.md", "docs/architecture.md"):
+        with open(os.path.join(ROOT, page)) as f:
+            for said in re.findall(r"invariants 1[–-](\d+)", f.read()):
+                if int(said) != count:
+                    wrong.append(f"{page} says invariants 1-{said}; docs/contract.md has {count}")
+    return wrong
+
+
 def architecture_coverage():
     """Every file of src/ named in docs/architecture.md, the map."""
     with open(os.path.join(ROOT, "docs", "architecture.md")) as f:
@@ -258,6 +273,7 @@ def main(argv):
     failures += [f"not in docs/reference.md: {m}" for m in missing]
     failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
     failures += [f"not in docs/architecture.md, the map: {m}" for m in architecture_coverage()]
+    failures += invariant_counts()
     failures += [f"docs/reference.md: {m}'s entry has no trail (Code: ...; tests: ...)" for m in trails_missing(doc)]
     for page in ("docs/contract.md", "docs/reference.md", "docs/architecture.md"):
         failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
