@@ -5,6 +5,7 @@ use pgrx::prelude::*;
 use crate::clock::wall_clock;
 use crate::errors::{or_raise, required, Result};
 use crate::fence::{stale_or_unknown, APPLIED};
+use crate::flow;
 use crate::key_waits;
 use crate::statements::{statement, Statement};
 use crate::wakeup;
@@ -28,7 +29,7 @@ fn cancel(id: Option<i64>) -> Result<&'static str> {
             // A job in flight frees a place: in a capped queue, wake its workers.
             let row = rows.first();
             if let Some(queue) = row.get_by_name::<String, _>("freed_queue")? {
-                wakeup::wake_when_freed(client, &queue)?;
+                flow::wake_when_freed(client, &queue)?;
             }
             // The jobs that waited for it may be free now (src/key_waits.rs).
             let key = row.get_by_name::<String, _>("ordering_key")?;

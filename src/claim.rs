@@ -161,7 +161,7 @@ fn claim_any_queue(
 ) -> Result<Vec<Job>> {
     let mut claimed = Vec::with_capacity(batch);
     let mut gave_up = Vec::new();
-    let keep_places = flow::read_committed();
+    let keep_places = turns::read_committed();
     let limited_queues = limited.queues.clone();
     let mut turn = Turn {
         limited: &limited_queues,
@@ -313,7 +313,7 @@ impl Turn<'_> {
         lease: Interval,
         claimed: &mut Vec<Job>,
     ) -> Result<Vec<String>> {
-        if !flow::read_committed() {
+        if !turns::read_committed() {
             self.keyed_left = true;
             return Ok(Vec::new());
         }
@@ -513,7 +513,7 @@ fn claim_limited(
 /// gave 2 jobs in flight: flow.sql), so such a claim is refused there.
 /// `what` names the claim in the error only (no allocation on the hot path).
 fn in_read_committed(what: impl FnOnce() -> String) -> Result<()> {
-    if !flow::read_committed() {
+    if !turns::read_committed() {
         return Err(SendJobsError::TurnNeedsReadCommitted(what()));
     }
     Ok(())

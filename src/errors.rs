@@ -35,9 +35,13 @@ pub enum SendJobsError {
     InvalidArgument(String),
 
     /// 22023 invalid_parameter_value: a new queue's name that is not a name
-    /// (src/queue_names.rs); printed escaped, so the message draws as what it holds
-    #[error("sendjobs: a new queue's name may not hold {problem}: {}", crate::queue_names::escaped(.name))]
-    NotAName { name: String, problem: &'static str },
+    /// (src/queue_names.rs); `escaped` as queue_names::escaped draws it, so that the
+    /// message draws as what it holds
+    #[error("sendjobs: a new queue's name may not hold {problem}: {escaped}")]
+    NotAName {
+        escaped: String,
+        problem: &'static str,
+    },
 
     /// P0002 no_data_found
     #[error("sendjobs: no send job with id {0}")]

@@ -13,6 +13,7 @@ use crate::flow;
 use crate::key_waits;
 use crate::stamp::{stamp_each, Stamp};
 use crate::statements::{statement, Statement};
+use crate::turns;
 use crate::wakeup;
 
 // A batch of one (every sendjobs_finalize) skips the unnest and its join; the terminal
@@ -241,7 +242,7 @@ fn finalize(
             wakeup::after_finish(client, finished.readers)?;
         }
         for queue in &finished.freed {
-            wakeup::wake_when_freed(client, queue)?;
+            flow::wake_when_freed(client, queue)?;
         }
         Ok(answers)
     })
@@ -440,7 +441,7 @@ fn heartbeat(
         // A capped queue's heartbeat takes its turn with the queue's claims, and reads
         // the clock after it (heartbeat_queue_lock.sql); under REPEATABLE READ the cap as
         // committed now, not in the snapshot (decision 0017).
-        let capped = if flow::read_committed() {
+        let capped = if turns::read_committed() {
             !HEARTBEAT_QUEUE_LOCK.run(client, &[id.into()])?.is_empty()
         } else {
             !HEARTBEAT_QUEUE_LOCK

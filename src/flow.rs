@@ -19,6 +19,7 @@ use crate::statements::{first, statement, Statement};
 use crate::turns::{self, extension_lock};
 use crate::wakeup;
 
+static QUEUE_WAKES_WHEN_FREED: Statement = statement!("queue_wakes_when_freed.sql");
 static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");
 static QUEUE_LIMIT_SAVE: Statement = statement!("queue_limit_save.sql");
 static QUEUE_LIMITS: Statement = statement!("queue_limits.sql");
@@ -186,7 +187,7 @@ pub fn stop_failed_keys(client: &SpiClient<'_>, failed: Vec<FailedKey>) -> Resul
     let args = [keys.into(), ids.into(), queues.into(), wall_clock().into()];
     // Whether a queue blocks its keys as committed now: under REPEATABLE READ a
     // sendjobs_block_keys that committed after the snapshot holds too (decision 0017).
-    if read_committed() {
+    if turns::read_committed() {
         KEY_BLOCK.run(client, &args)?;
     } else {
         KEY_BLOCK.run_now(client, &args)?;
@@ -349,7 +350,7 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
     // SAFETY: reads the invalidations committed so far (before this lock's holder, if any,
     // released it: all of them, when the lock was had).
     unsafe { pg_sys::AcceptInvalidationMessages() };
-    if !read_committed() {
+    if !turns::read_committed() {
         // Without the lock a change is committing, which a snapshot of the present could
         // miss and the transaction's cannot see: the caller retries.
         if held.is_none() {
@@ -403,7 +404,7 @@ pub fn known_limited_queues(client: &SpiClient<'_>) -> Result<Vec<String>> {
     }
     let list = read_list(client)?;
     let queues = list.queues.clone();
-    if read_committed() {
+    if turns::read_committed() {
         LIMITED.set((seen, list));
     }
     Ok(queues)
@@ -451,13 +452,6 @@ fn read_list_now(client: &SpiClient<'_>) -> Result<Vec<String>> {
         .into_iter()
         .flatten()
         .collect())
-}
-
-/// Whether the transaction takes a new snapshot for each statement (READ COMMITTED), not
-/// one for all (REPEATABLE READ, SERIALIZABLE).
-pub fn read_committed() -> bool {
-    // SAFETY: a backend global, read on the backend's own thread.
-    unsafe { pg_sys::XactIsoLevel < pg_sys::XACT_REPEATABLE_READ as i32 }
 }
 
 /// Releases the settings lock a claim took for its first pass (`limited_queues`), if it
@@ -610,4 +604,18 @@ fn seconds_between(from: TimestampWithTimeZone, to: TimestampWithTimeZone) -> f6
     // Microseconds since 2000-01-01, as Postgres keeps a timestamptz.
     let micros = |at: TimestampWithTimeZone| i64::from(at) as f64;
     (micros(to) - micros(from)) / 1_000_000.0
+}
+
+/// After a job in flight in `queue` finished or was cancelled (a place came free): wakes
+/// its workers at commit when the queue has a cap and wake-ups on. Asked only of the
+/// queues with flow control (`known_limited_queues`).
+pub fn wake_when_freed(client: &SpiClient<'_>, queue: &str) -> Result<()> {
+    if wakeup::wakes(queue) || !known_limited_queues(client)?.iter().any(|q| q == queue) {
+        return Ok(());
+    }
+    let wake = first::<bool>(QUEUE_WAKES_WHEN_FREED.run(client, &[queue.into()])?, "wake")?;
+    if wake == Some(true) {
+        wakeup::wake_queue(client, queue)?;
+    }
+    Ok(())
 }

@@ -13,10 +13,10 @@
 use pgrx::spi::SpiClient;
 
 use crate::errors::Result;
-use crate::flow::read_committed;
 use crate::spi_plans::queue_relation_oids;
 use crate::statements::{statement, Statement};
 use crate::turns;
+use crate::turns::read_committed;
 
 static KEY_WAITS_CLEAR: Statement = statement!("key_waits_clear.sql");
 

@@ -125,7 +125,7 @@ pub fn readable_or_known(client: &SpiClient<'_>, queue: &str) -> Result<()> {
         return Ok(());
     }
     Err(SendJobsError::NotAName {
-        name: queue.to_owned(),
+        escaped: escaped(queue),
         problem,
     })
 }

@@ -445,3 +445,50 @@ pub fn select<'conn>(
 ) -> Result<SpiTupleTable<'conn>> {
     within(Scope::Caller, || Ok(client.select(sql, None, args)?))
 }
+
+/// How a statement of `sql/statements/` runs: through the plans above.
+impl Statement {
+    /// Runs the statement on the queue tables, as the extension's owner, with a kept
+    /// generic plan (`within` says why).
+    pub fn run<'conn>(
+        &self,
+        client: &SpiClient<'conn>,
+        args: &[DatumWithOid<'_>],
+    ) -> Result<SpiTupleTable<'conn>> {
+        self.run_planned(client, args, Planning::Generic)
+    }
+
+    /// `run`, planned as `planning` says.
+    pub fn run_planned<'conn>(
+        &self,
+        client: &SpiClient<'conn>,
+        args: &[DatumWithOid<'_>],
+        planning: Planning,
+    ) -> Result<SpiTupleTable<'conn>> {
+        self.check_args(args);
+        let plan = plan(client, self.text(), self.types())?;
+        execute(client, &plan, args, planning)
+    }
+
+    /// Runs the statement once as the extension's owner in a snapshot of the present, not
+    /// the transaction's (`execute_now`): the first column of each row, as text.
+    pub fn run_now(
+        &self,
+        client: &SpiClient<'_>,
+        args: &[DatumWithOid<'_>],
+    ) -> Result<Vec<Option<String>>> {
+        self.check_args(args);
+        execute_now(client, self.text(), self.types(), args)
+    }
+
+    /// Runs the statement once, unprepared, as the caller: catalog look-ups and checks
+    /// of the caller's own input (`Scope::Caller`).
+    pub fn select_as_caller<'conn>(
+        &self,
+        client: &SpiClient<'conn>,
+        args: &[DatumWithOid<'_>],
+    ) -> Result<SpiTupleTable<'conn>> {
+        self.check_args(args);
+        select(client, self.text(), args)
+    }
+}

@@ -26,11 +26,10 @@ use std::sync::LazyLock;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys::{self, PgOid};
-use pgrx::spi::{SpiClient, SpiTupleTable};
+use pgrx::spi::SpiTupleTable;
 use pgrx::{FromDatum, IntoDatum};
 
 use crate::errors::Result;
-use crate::spi_plans::{self, Planning};
 
 /// One statement of `sql/statements/` (or one variant of it): write it with `statement!`.
 pub struct Statement {
@@ -84,7 +83,12 @@ impl Statement {
         &self.parsed.text
     }
 
-    fn check_args(&self, args: &[DatumWithOid<'_>]) {
+    /// The parameters' types, as the file declares them.
+    pub(crate) fn types(&self) -> &[PgOid] {
+        &self.parsed.types
+    }
+
+    pub(crate) fn check_args(&self, args: &[DatumWithOid<'_>]) {
         debug_assert_eq!(
             args.len(),
             self.parsed.params.len(),
@@ -104,50 +108,6 @@ impl Statement {
             .iter()
             .position(|column| column == name)
             .unwrap_or_else(|| panic!("no result column {name:?} is declared"))
-    }
-
-    /// Runs the statement on the queue tables, as the extension's owner, with a kept
-    /// generic plan (`spi_plans::within` says why).
-    pub fn run<'conn>(
-        &self,
-        client: &SpiClient<'conn>,
-        args: &[DatumWithOid<'_>],
-    ) -> Result<SpiTupleTable<'conn>> {
-        self.run_planned(client, args, Planning::Generic)
-    }
-
-    /// `run`, planned as `planning` says.
-    pub fn run_planned<'conn>(
-        &self,
-        client: &SpiClient<'conn>,
-        args: &[DatumWithOid<'_>],
-        planning: Planning,
-    ) -> Result<SpiTupleTable<'conn>> {
-        self.check_args(args);
-        let plan = spi_plans::plan(client, self.text(), &self.parsed.types)?;
-        spi_plans::execute(client, &plan, args, planning)
-    }
-
-    /// Runs the statement once as the extension's owner in a snapshot of the present, not
-    /// the transaction's (`spi_plans::execute_now`): the first column of each row, as text.
-    pub fn run_now(
-        &self,
-        client: &SpiClient<'_>,
-        args: &[DatumWithOid<'_>],
-    ) -> Result<Vec<Option<String>>> {
-        self.check_args(args);
-        spi_plans::execute_now(client, self.text(), &self.parsed.types, args)
-    }
-
-    /// Runs the statement once, unprepared, as the caller: catalog look-ups and checks
-    /// of the caller's own input (`spi_plans::Scope::Caller`).
-    pub fn select_as_caller<'conn>(
-        &self,
-        client: &SpiClient<'conn>,
-        args: &[DatumWithOid<'_>],
-    ) -> Result<SpiTupleTable<'conn>> {
-        self.check_args(args);
-        spi_plans::select(client, self.text(), args)
     }
 }
 

@@ -61,3 +61,10 @@ pub fn take_keyed_turn(relation: pg_sys::Oid) -> bool {
 pub fn hold_off_keyed_claims(relation: pg_sys::Oid) {
     acquire(&extension_lock(relation), pg_sys::RowExclusiveLock, false);
 }
+
+/// Whether the transaction takes a new snapshot for each statement (READ COMMITTED), not
+/// one for all (REPEATABLE READ, SERIALIZABLE).
+pub fn read_committed() -> bool {
+    // SAFETY: a backend global, read on the backend's own thread.
+    unsafe { pg_sys::XactIsoLevel < pg_sys::XACT_REPEATABLE_READ as i32 }
+}

@@ -20,7 +20,6 @@ static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
 static WAKEUP: Statement = statement!("wakeup.sql");
 static READERS_EXIST: Statement = statement!("readers_exist.sql");
 static WAKEUP_READERS: Statement = statement!("wakeup_readers.sql");
-static QUEUE_WAKES_WHEN_FREED: Statement = statement!("queue_wakes_when_freed.sql");
 
 /// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
 /// queue sends, at commit, one `NOTIFY sendjobs_wakeup` with the queue's name as payload,
@@ -110,22 +109,9 @@ pub fn wake_queue(client: &SpiClient<'_>, queue: &str) -> Result<()> {
     Ok(())
 }
 
-/// After a job in flight in `queue` finished or was cancelled (a place came free): wakes
-/// its workers at commit when the queue has a cap and wake-ups on. Asked only of the
-/// queues with flow control (flow::known_limited_queues).
-pub fn wake_when_freed(client: &SpiClient<'_>, queue: &str) -> Result<()> {
-    if decided(|d| d.queues.get(queue).copied()) == Some(true)
-        || !crate::flow::known_limited_queues(client)?
-            .iter()
-            .any(|q| q == queue)
-    {
-        return Ok(());
-    }
-    let wake = first::<bool>(QUEUE_WAKES_WHEN_FREED.run(client, &[queue.into()])?, "wake")?;
-    if wake == Some(true) {
-        wake_queue(client, queue)?;
-    }
-    Ok(())
+/// Whether this (sub)transaction wakes the workers of `queue` at commit already.
+pub fn wakes(queue: &str) -> bool {
+    decided(|d| d.queues.get(queue).copied()) == Some(true)
 }
 
 /// After jobs finished (each its own event): the first time in this (sub)transaction,
