@@ -19,6 +19,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The CSRF cookie of this request (the browser's, or the one this response sets), which
+/// src/http.rs hands to every page.
+#[derive(Clone)]
+pub struct CsrfCookie(pub String);
+
 use axum::http::HeaderMap;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};

@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -119,24 +118,6 @@ impl PageError {
             }
             PageError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
-    }
-}
-
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        if status.is_server_error() {
-            tracing::error!(error = ?self.to_string(), "request failed");
-        }
-        // What went wrong inside goes to the log, not to whoever asked: a database's
-        // message can name its host, socket or roles.
-        let shown = if status.is_server_error() {
-            "the console could not answer this request (its log says why)".to_string()
-        } else {
-            self.to_string()
-        };
-        let body = crate::pages::error_page(status, &shown);
-        (status, body).into_response()
     }
 }
 

@@ -14,13 +14,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::auth::{self, Cookie};
+use crate::auth::{self, Cookie, CsrfCookie};
 use crate::error::PageError;
 use crate::{actions, assets, pages, App, Shared};
-
-/// The CSRF cookie of this request (the browser's, or the one this response sets).
-#[derive(Clone)]
-pub struct CsrfCookie(pub String);
 
 pub fn router(app: Shared) -> Router {
     Router::new()

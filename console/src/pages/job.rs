@@ -7,9 +7,9 @@ use axum::http::HeaderMap;
 use axum::Extension;
 use maud::{html, Markup};
 
+use crate::auth::CsrfCookie;
 use crate::db::{Attempt, ChainJob, Job};
 use crate::error::{PageError, PageResult};
-use crate::http::CsrfCookie;
 use crate::pages::queue::unblock_form;
 use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{

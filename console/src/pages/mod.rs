@@ -7,13 +7,14 @@ pub mod queues;
 pub mod search;
 
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 
+use crate::auth::CsrfCookie;
 use crate::auth::Operator;
 use crate::db::Privileges;
-use crate::error::PageResult;
-use crate::http::CsrfCookie;
+use crate::error::{PageError, PageResult};
 use crate::App;
 
 /// An action the console offers, with the function it calls and the level it needs
@@ -352,6 +353,25 @@ pub fn parse_queue(text: &str) -> PageResult<String> {
         ));
     }
     Ok(text.to_string())
+}
+
+/// A refused or failed request answers with the error page (src/error.rs says which status).
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = ?self.to_string(), "request failed");
+        }
+        // What went wrong inside goes to the log, not to whoever asked: a database's
+        // message can name its host, socket or roles.
+        let shown = if status.is_server_error() {
+            "the console could not answer this request (its log says why)".to_string()
+        } else {
+            self.to_string()
+        };
+        let body = error_page(status, &shown);
+        (status, body).into_response()
+    }
 }
 
 #[cfg(test)]

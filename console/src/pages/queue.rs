@@ -8,9 +8,9 @@ use axum::http::HeaderMap;
 use axum::Extension;
 use maud::{html, Markup};
 
+use crate::auth::CsrfCookie;
 use crate::error::{PageError, PageResult};
 use crate::figures::Figures;
-use crate::http::CsrfCookie;
 use crate::pages::queues::{figures_age, query_value, queue_href};
 use crate::pages::{
     access_notes, layout, name_field, opt, opt_block, opt_name, parse_id, parse_queue, rate,

@@ -10,10 +10,10 @@ use axum::http::HeaderMap;
 use axum::Extension;
 use maud::{html, Markup, PreEscaped};
 
+use crate::auth::CsrfCookie;
 use crate::db::{ChartPoint, QueueLimits, QueueStats};
 use crate::error::{PageError, PageResult};
 use crate::figures::Figures;
-use crate::http::CsrfCookie;
 use crate::pages::{access_notes, layout, opt, rate, Ctx};
 use crate::text;
 use crate::Shared;

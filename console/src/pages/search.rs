@@ -16,9 +16,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
 use maud::{html, Markup};
 
+use crate::auth::CsrfCookie;
 use crate::db::Filters;
 use crate::error::{PageError, PageResult};
-use crate::http::CsrfCookie;
 use crate::pages::queues::{query_value, queue_href};
 use crate::pages::{
     form_name, layout, name_field, opt, opt_block, opt_name, parse_id, parse_queue, status_badge,
