@@ -632,6 +632,35 @@ def rust_over_tls():
     )
 
 
+def readme_example_sends(language, command, cwd, printed):
+    """A package README's example, run as it is there in a database of its own with the
+    table it writes to: its job must be sent, and its worker must exit 0 on SIGTERM having
+    printed `printed`."""
+    db, url = fresh_database(f"workers_{language}_readme")
+    db.execute("CREATE TABLE payments (id text PRIMARY KEY, amount int NOT NULL)")
+    run = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env={**os.environ, "DATABASE_URL": url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until(
+            db,
+            "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
+            15,
+            "the README example's job sent",
+        )
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=10)
+    finally:
+        run.kill()
+    assert run.returncode == 0 and printed in output, f"the README example (exit {run.returncode}):\n{output}"
+    db.close()
+
+
 def python_package(venv):
     """The Python package as a user installs it: `pip install ./workers/python` into a venv
     (which sees Debian's psycopg), then, with that venv's interpreter, the producer's checks
@@ -662,30 +691,7 @@ def python_package(venv):
 
     with open(os.path.join(ROOT, "workers", "python", "README.md")) as f:
         example = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
-    db, url = fresh_database("workers_python_readme")
-    db.execute(payments)
-    run = subprocess.Popen(
-        [python, "-c", example],
-        env={**os.environ, "DATABASE_URL": url},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_until(
-            db,
-            "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
-            15,
-            "the README example's job sent",
-        )
-        run.send_signal(signal.SIGTERM)
-        output, _ = run.communicate(timeout=10)
-    finally:
-        run.kill()
-    assert run.returncode == 0 and "sending {'to': 'acme', 'amount': 10}" in output, (
-        f"the README example (exit {run.returncode}):\n{output}"
-    )
-    db.close()
+    readme_example_sends("python", [python, "-c", example], None, "sending {'to': 'acme', 'amount': 10}")
     print(
         "   python package: installed by pip into a venv; its README example sent its job and stopped on SIGTERM",
         flush=True,
@@ -757,31 +763,7 @@ def node_package(project):
         text=True,
     )
     assert typed.returncode == 0, f"the README example does not type-check:\n{typed.stdout}{typed.stderr}"
-    db, url = fresh_database("workers_node_readme")
-    db.execute(payments)
-    run = subprocess.Popen(
-        ["node", "example.mjs"],
-        cwd=project,
-        env={**os.environ, "DATABASE_URL": url},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_until(
-            db,
-            "SELECT count(*) = 1 FROM send_jobs_finished WHERE status = 'sent' AND transaction_id = 'p-1'",
-            15,
-            "the README example's job sent",
-        )
-        run.send_signal(signal.SIGTERM)
-        output, _ = run.communicate(timeout=10)
-    finally:
-        run.kill()
-    assert run.returncode == 0 and "sending { to: 'acme', amount: 10 }" in output, (
-        f"the README example (exit {run.returncode}):\n{output}"
-    )
-    db.close()
+    readme_example_sends("node", ["node", "example.mjs"], project, "sending { to: 'acme', amount: 10 }")
     print(
         "   node package: packed, installed by npm, required as CommonJS; its README example type-checked "
         "and sent its job, and stopped on SIGTERM",
