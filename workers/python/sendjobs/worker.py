@@ -282,9 +282,7 @@ class Worker:
                     send.cancel()
                     pending.discard(send)
                     self.counters["stale"] += 1
-                    self.running -= 1
-                    if self.running == 0 and self.finishing:
-                        self.finishing_full.set()
+                    self.job_left()
                 elif answer != "stale":
                     self.counters["heartbeats"] += 1
         await asyncio.gather(*finalized)
@@ -294,13 +292,18 @@ class Worker:
     def hand_over(self, job: Job, kind: str, error: Optional[str]) -> asyncio.Future[None]:
         """Hands a result to the completer: done once it is finalized (or given up)."""
         done = asyncio.get_running_loop().create_future()
-        self.running -= 1
         self.finishing.append((job, kind, error, done))
-        if len(self.finishing) >= self.batch or self.running == 0:
-            self.finishing_full.set()
+        self.job_left()
         if self.completer is None or self.completer.done():
             self.completer = asyncio.create_task(self.complete())
         return done
+
+    def job_left(self) -> None:
+        """A job of the batch has its result (or was dropped): what waits is finalized at once
+        when a batch waits or no job still runs."""
+        self.running -= 1
+        if self.finishing and (len(self.finishing) >= self.batch or self.running == 0):
+            self.finishing_full.set()
 
     async def complete(self) -> None:
         """Finalizes what is waiting, one call per outcome, once the window since the first
