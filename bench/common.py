@@ -303,9 +303,10 @@ def median(values):
     return statistics.median(values) if values else None
 
 
-def spread(values):
+def spread(values, digits=0):
     """`median (min-max)` of a run's repetitions, as every report prints them."""
-    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+    values = [float(v) for v in values]
+    return f"{statistics.median(values):,.{digits}f} ({min(values):,.{digits}f}-{max(values):,.{digits}f})"
 
 
 # --------------------------------------------------------------------------------------

@@ -24,14 +24,13 @@ import json
 import os
 import random
 import resource
-import statistics
 import subprocess
 import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402  (bench/common.py)
-from common import Db, REPO, log  # noqa: E402
+from common import Db, REPO, log, spread  # noqa: E402
 
 
 CACHE = os.path.join(REPO, "target", "e2e-cache")
@@ -154,12 +153,6 @@ def one_run(arm, kind, a, admin, postmaster):
         lat = sorted(result["latencies_ms"])
         row.update(p50_ms=round(lat[len(lat) // 2], 2), p99_ms=round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2))
     return row
-
-
-def spread(values, digits=0):
-    values = [float(v) for v in values]
-    m = statistics.median(values)
-    return f"{m:,.{digits}f} ({min(values):,.{digits}f}-{max(values):,.{digits}f})"
 
 
 def report(meta, rows):
