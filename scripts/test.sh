@@ -83,6 +83,9 @@ SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
 took
 
+echo "== failover: the fence across an asynchronous promotion (tests/failover/async_promotion.py) =="
+/usr/bin/python3 tests/failover/async_promotion.py 2>&1 | tee -a "$log"
+
 # The Rust worker's tests need a server: built first, then run against a throwaway
 # cluster (its own database per test) with the package installed above, and some of them
 # again through PgBouncer by tests/workers/check.py.
@@ -113,5 +116,6 @@ rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
 answers_passed=$(sed -nE 's/^lost_answer: ([0-9]+) cases passed/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 console_passed=$(grep -c '^console: the browser test passed' "$log" || true)
+failover_passed=$(grep -c '^async promotion to timeline' "$log" || true)
 upgrades_passed=$(grep -cE 'the restored database keeps every job|the claims of before finalize with their generations' "$log" || true)
-echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + console_passed + 2)) passed, 0 failed"
+echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + console_passed + failover_passed + 2)) passed, 0 failed"

@@ -219,9 +219,9 @@ BEGIN
             CASE WHEN NEW.status = 'pending' THEN 'retry' ELSE 'lease expired' END,
             CASE WHEN NEW.status = 'pending' THEN NEW.last_error END)
     ON CONFLICT DO NOTHING;
-    IF OLD.claim_generation > 20 THEN
+    IF OLD.attempts > 20 THEN
         DELETE FROM @extschema@.send_job_attempts AS attempt
-         WHERE attempt.job_id = OLD.id AND attempt.claim_generation <= OLD.claim_generation - 20;
+         WHERE attempt.job_id = OLD.id AND attempt.attempt <= OLD.attempts - 20;
     END IF;
     RETURN NULL;
 END $$;

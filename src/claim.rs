@@ -10,7 +10,7 @@ use crate::clock::wall_clock;
 use crate::config;
 use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::fair_share;
-use crate::fence::lease_or_default;
+use crate::fence::{generation_floor, lease_or_default};
 use crate::flow::{self, Lock};
 use crate::key_waits;
 use crate::spi_plans::{queue_relation_oids, Planning};
@@ -352,6 +352,7 @@ fn serve_in_turn(
                 place.clone().into(),
                 turn.passed.clone().into(),
                 turn.limited.to_vec().into(),
+                generation_floor().into(),
             ],
             Planning::IndexOrdered,
         )?;
@@ -448,6 +449,7 @@ fn claim_keyed(
             lease.into(),
             queues.into(),
             places.into(),
+            generation_floor().into(),
         ],
         Planning::IndexOrdered,
     )?;
@@ -649,7 +651,13 @@ fn claim_rounds(
         let wanted = (batch - claimed.len()) as i64;
         let rows = round.claim.run_planned(
             client,
-            &[now.into(), wanted.into(), lease.into(), round.queue.into()],
+            &[
+                now.into(),
+                wanted.into(),
+                lease.into(),
+                round.queue.into(),
+                generation_floor().into(),
+            ],
             round.planning,
         )?;
         let rows = ClaimRows::read(round.claim, rows, false)?;

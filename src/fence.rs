@@ -36,6 +36,22 @@ pub fn stale_or_unknown(client: &SpiClient<'_>, id: i64) -> Result<&'static str>
     }
 }
 
+/// The least generation a claim hands out on this server: its WAL timeline less one,
+/// times 2^32. A promotion starts a new timeline, so a claim made after a failover never
+/// repeats a generation that a claim lost with the old primary had handed out
+/// (docs/contract.md, invariant 2; decision 0025). On timeline 1 it is 0: a claim adds 1.
+pub fn generation_floor() -> i64 {
+    // SAFETY: both read shared memory set up before any backend runs SQL; the timeline
+    // is read only once recovery is over (a claim during recovery fails as read-only).
+    let timeline = unsafe {
+        if pg_sys::RecoveryInProgress() {
+            return 0;
+        }
+        pg_sys::GetWALInsertionTimeLine()
+    };
+    (i64::from(timeline) - 1) << 32
+}
+
 /// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative, never
 /// shorter than `sendjobs.min_lease`, never longer than `sendjobs.max_lease`.
 pub fn lease_or_default(lease: Option<Interval>) -> Result<Interval> {

@@ -119,7 +119,7 @@ claimed AS (
            attempts = job.attempts + 1,
            claimed_at = $1,
            lease_expires_at = $1 + $3,
-           claim_generation = job.claim_generation + 1
+           claim_generation = GREATEST(job.claim_generation + 1, $7) -- unique across failovers: decision 0025
      WHERE job.ctid = ANY (ARRAY(SELECT tid FROM picked WHERE NOT gave_up))
  RETURNING job, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id, job.queue
 )

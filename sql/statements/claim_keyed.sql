@@ -1,4 +1,4 @@
---- params: now timestamptz, lease interval, queues text[], places int8[]
+--- params: now timestamptz, lease interval, queues text[], places int8[], generation_floor int8
 --- columns: job, id, claim_order, queue, places_left
 -- Ordered jobs (a job with an ordering key) for sendjobs_claim (src/claim.rs): up to
 -- $4[i] jobs of queue $3[i] each, the places a claim's other pass left in those queues
@@ -116,7 +116,7 @@ claimed AS (
            attempts = job.attempts + 1,
            claimed_at = $1,
            lease_expires_at = $1 + $2,
-           claim_generation = job.claim_generation + 1
+           claim_generation = GREATEST(job.claim_generation + 1, $5) -- unique across failovers: decision 0025
      WHERE job.ctid = ANY (ARRAY(SELECT pending.tid FROM pending))
  RETURNING job, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id, job.queue
 )

@@ -1,4 +1,4 @@
---- params: now timestamptz, places int8, lease interval, cursor text, skip text[], limited text[]
+--- params: now timestamptz, places int8, lease interval, cursor text, skip text[], limited text[], generation_floor int8
 --- columns: job, gave_up, id, claim_order, keyed, queue, short, step, share
 -- sendjobs_claim from any queue (src/claim.rs, src/fair_share.rs; decision 0019), in one
 -- statement: the turn of the queues, then each queue's share.
@@ -169,7 +169,7 @@ claimed AS (
            attempts = job.attempts + 1,
            claimed_at = $1,
            lease_expires_at = $1 + $3,
-           claim_generation = job.claim_generation + 1
+           claim_generation = GREATEST(job.claim_generation + 1, $7) -- unique across failovers: decision 0025
      WHERE job.ctid = ANY (ARRAY(SELECT tid FROM picked WHERE NOT gave_up))
  RETURNING job, pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) AS claim_order, job.id, job.queue
 )

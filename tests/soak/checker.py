@@ -314,17 +314,31 @@ def check_one_live_claim(ev, V, stats):
 # ----------------------------------------------------------------------------------
 
 
+TIMELINE_STEP = 1 << 32  # a claim on timeline T hands out at least (T - 1) * 2^32
+
+
+def generations_in_order(gens):
+    """Each claim raises the generation once: by one, or to a later timeline's floor (a
+    multiple of 2^32 above the last), as after a failover (invariant 2)."""
+    last = 0
+    for gen in gens:
+        if gen != last + 1 and not (gen > last and gen % TIMELINE_STEP == 0):
+            return False
+        last = gen
+    return True
+
+
 def check_generations(ev, V, stats):
-    """Every claim increments the generation once: the witnessed generations of each job
-    are exactly 1, 2, 3, ...; the final claim_generation and attempts equal the number
-    of claims."""
+    """Every claim raises the generation once (invariant 2): the witnessed generations of
+    each job are 1, 2, 3, ..., but for a step to a later timeline's floor; the final
+    claim_generation is the last claim's, and attempts the number of claims."""
     stats["claims"] = len(ev.db["claims"])
     for jid, j in ev.jobs.items():
         cs = ev.claims_in_order(jid)
         gens = [c["gen"] for c in cs]
-        if gens != list(range(1, len(gens) + 1)):
-            V.add("claim generations not 1, 2, 3, ... (one increment per claim)", f"job {jid}: {gens[:12]}")
-        if j["gen"] != len(cs) or j["attempts"] != len(cs):
+        if not generations_in_order(gens):
+            V.add("claim generations not raised once per claim", f"job {jid}: {gens[:12]}")
+        if j["gen"] != (gens[-1] if gens else 0) or j["attempts"] != len(cs):
             V.add(
                 "final claim_generation/attempts differ from the number of claims",
                 f"job {jid}: gen {j['gen']}, attempts {j['attempts']}, claims witnessed {len(cs)}",

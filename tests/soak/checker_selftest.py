@@ -128,7 +128,7 @@ def _mutations(ctx):
     def _(db, sends, calls, plans, enq):
         _first(jobs_with(db, lambda j: True), "job")["status"] = "paused"
 
-    @m("claim generations not 1, 2, 3, ... (one increment per claim)", "a claim generation skips one")
+    @m("claim generations not raised once per claim", "a claim generation skips one")
     def _(db, sends, calls, plans, enq):
         j = _first(jobs_with(db, lambda j: j["gen"] >= 2), "re-claimed job")
         claims_of(db, j["id"])[-1]["gen"] += 1
