@@ -13,6 +13,8 @@
 #   bash scripts/soak.sh --failover         primary + synchronous standby, promoted mid-run
 #   bash scripts/soak.sh --break VARIANT    a deliberately broken variant (must fail)
 #   bash scripts/soak.sh --prove-checker    every broken variant; passes if each one is caught
+#   bash scripts/soak.sh NAME               one soak by name: short, long, failover,
+#                                           prove-checker, or a broken variant's name
 #
 # Options: any of the soak's (bash scripts/soak.sh --help), plus
 #   --result-file FILE        also write the output to FILE, headed by date, command, machine

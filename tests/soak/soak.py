@@ -136,6 +136,12 @@ def parse_args(argv=None):
         action="store_true",
         help="run every broken variant; pass only if the checker catches each one",
     )
+    p.add_argument(
+        "name",
+        nargs="?",
+        choices=sorted(PRESETS) + ["prove-checker"] + sorted(BROKEN),
+        help="one soak by name: a preset (as its option), prove-checker, or a broken variant (as --break)",
+    )
     p.add_argument("--break", dest="broken", choices=sorted(BROKEN), help="run a deliberately broken variant")
     p.add_argument("--workdir", help="where the clusters live (default: a new temporary folder, removed)")
     p.add_argument("--jobs", type=int, help="at least this many jobs")
@@ -192,6 +198,16 @@ def parse_args(argv=None):
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--progress-every", type=float, help="seconds between progress lines")
     a = p.parse_args(argv)
+    if a.name:
+        flags = [a.short, a.long, a.failover, a.prove_checker, a.broken is not None]
+        if any(flags):
+            p.error(f"a soak by name ({a.name}) takes no --short/--long/--failover/--prove-checker/--break")
+        if a.name == "prove-checker":
+            a.prove_checker = True
+        elif a.name in BROKEN:
+            a.broken = a.name
+        else:
+            setattr(a, a.name, True)
     preset = "long" if a.long else "failover" if a.failover else "short"
     if a.broken == "async-standby":
         preset, a.failover = "failover", True
