@@ -37,6 +37,19 @@ fi
 
 # Debian starts a cluster on port 5432 when it installs the server; we never use it.
 export PATH="$HOME/.cargo/bin:$PATH"
+
+# rust-toolchain.toml pins Rust 1.95.0. These machines reach no Rust release server: when
+# rustup has that release only as "stable", it is given the pinned name too.
+pinned_rust=$(sed -nE 's/^channel = "(.*)"/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../rust-toolchain.toml")
+if ! rustup run "$pinned_rust" rustc --version >/dev/null 2>&1; then
+  stable_dir=$(rustup run stable rustc --print sysroot)
+  if rustup run stable rustc --version | grep -q "^rustc $pinned_rust "; then
+    echo "setup: Rust $pinned_rust is rustup's stable here; naming it $pinned_rust"
+    ln -sfn "$stable_dir" "$(dirname "$stable_dir")/$pinned_rust-$(basename "$stable_dir" | sed 's/^stable-//')"
+  else
+    echo "setup: rust-toolchain.toml wants Rust $pinned_rust; rustup has $(rustup run stable rustc --version)" >&2
+  fi
+fi
 if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION"; then
   echo "setup: installing cargo-pgrx $PGRX_VERSION (a few minutes)"
   cargo install cargo-pgrx --version "=$PGRX_VERSION" --locked
