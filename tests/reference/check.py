@@ -16,6 +16,10 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every file of src/ is named in docs/architecture.md, the map;
   * every path docs/contract.md, docs/reference.md and docs/architecture.md cite exists
     (and a `file::name`, the function it names).
+  * BENCHMARKS.md, the current figures, stays under 25,000 bytes (older runs go to the
+    decision records, under "Measurements");
+  * every relative link of the repository's pages to a page exists, and its #anchor is a
+    heading of that page.
 
 First, the ```sql blocks of the README's "## Quick look" section run the same way, in
 order, in one psql session as a superuser on a fresh database of their own: each must
@@ -246,6 +250,59 @@ def index_coverage():
     return [page for page in pages if f"]({page})" not in index]
 
 
+BENCHMARKS_LIMIT = 25_000
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s#]*)(?:#([^)\s]*))?\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def benchmarks_size():
+    """BENCHMARKS.md holds the current figures only: a newer run replaces a table there, and
+    the older one moves to the decision record it informed (issue 43)."""
+    size = os.path.getsize(os.path.join(ROOT, "BENCHMARKS.md"))
+    if size > BENCHMARKS_LIMIT:
+        return [
+            f"BENCHMARKS.md is {size:,} bytes, over {BENCHMARKS_LIMIT:,}: move the older runs to "
+            'their decision records, under "## Measurements"'
+        ]
+    return []
+
+
+def anchors(path):
+    """The anchors GitHub makes of a page's headings: lower case, punctuation but - and _
+    out, spaces to hyphens, a repeated one numbered."""
+    with open(path) as f:
+        text = FENCE.sub("", f.read())
+    seen = {}
+    for heading in re.findall(r"(?m)^#{1,6} (.*?)\s*#*\s*$", text):
+        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        yield slug if n == 0 else f"{slug}-{n}"
+
+
+def broken_links():
+    """Every relative link `[..](page.md#anchor)` of the repository's pages (the README,
+    CONTRIBUTING, CHANGELOG, BENCHMARKS, bench/README.md and docs/, decisions included):
+    the file exists, and the anchor, if any, is a heading of that page."""
+    pages = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "BENCHMARKS.md", "bench/README.md"]
+    for folder in ("docs", "docs/decisions", "docs/workers"):
+        pages += [f"{folder}/{n}" for n in sorted(os.listdir(os.path.join(ROOT, folder))) if n.endswith(".md")]
+    broken = []
+    for page in pages:
+        with open(os.path.join(ROOT, page)) as f:
+            text = FENCE.sub("", f.read())
+        for target, anchor in sorted(set(LINK.findall(text))):
+            path = os.path.join(ROOT, page)
+            if target:
+                path = os.path.normpath(os.path.join(ROOT, os.path.dirname(page), target))
+            if not os.path.exists(path):
+                broken.append(f"{page} links to {target}, which does not exist")
+            elif anchor and path.endswith(".md") and anchor not in set(anchors(path)):
+                broken.append(f"{page} links to {target or page}#{anchor}, which has no such heading")
+    return broken
+
+
 def main(argv):
     update = "--update" in argv
     with open(README) as f:
@@ -277,6 +334,8 @@ def main(argv):
     failures += [f"docs/reference.md: {m}'s entry has no trail (Code: ...; tests: ...)" for m in trails_missing(doc)]
     for page in ("docs/contract.md", "docs/reference.md", "docs/architecture.md"):
         failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
+    failures += benchmarks_size()
+    failures += broken_links()
     for failure in failures:
         print(failure, file=sys.stderr)
     print(
