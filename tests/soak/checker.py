@@ -343,6 +343,17 @@ def check_generations(ev, V, stats):
                 "final claim_generation/attempts differ from the number of claims",
                 f"job {jid}: gen {j['gen']}, attempts {j['attempts']}, claims witnessed {len(cs)}",
             )
+    # A generation held by two claims: the second claim's call came back with a (job,
+    # generation) an earlier call had come back with, whether or not the database still
+    # has the first (a claim lost in a failover, then handed out again: decision 0025).
+    holders = collections.defaultdict(list)
+    for call in ev.calls:
+        if call["kind"] == "claim" and call["known"] and call["result"] != "error":
+            for jid, gen, _ in call["result"]:
+                holders[(jid, gen)].append(call["id"])
+    for (jid, gen), calls in sorted(holders.items()):
+        if len(calls) > 1:
+            V.add("a generation handed out to two claims", f"job {jid} gen {gen}: claim calls {calls}")
 
 
 # ----------------------------------------------------------------------------------
@@ -1345,6 +1356,33 @@ def count_outcomes(ev, stats):
     )
 
 
+# The kinds of loss a failover can cause, as a Jepsen-style analysis names them, each
+# counted from the checks that find it (docs/operations.md, "Running under a failover
+# manager"); in doubt is not a violation: a call whose answer never came back.
+LOSS_KINDS = {
+    "lost": (
+        "a claim that came back is not in the database (lost commit)",
+        "a heartbeat answer that came back is not in the database (lost commit)",
+        "a finalize answer that came back is not in the database (lost commit)",
+        "a cancel answer that came back is not in the database (lost commit)",
+        "a finalize that returned applied is lost",
+        "job lost",
+    ),
+    "duplicate": ("two sends under one generation", "a generation handed out to two claims"),
+    "ghost": ("partner got a send for a claim the database does not have",),
+}
+
+
+def count_losses(V, stats):
+    """Each kind of loss with its count: lost (acknowledged, then gone), duplicate (one
+    generation held or sent twice), in doubt (the caller never learned the answer), ghost
+    (a send under a claim the database does not have: rolled back, or lost)."""
+    losses = {kind: sum(len(V.items.get(check, ())) for check in checks) for kind, checks in LOSS_KINDS.items()}
+    losses["in doubt"] = sum(stats.get(f"{kind}_unknown", 0) for kind in WITNESSED)
+    stats["losses"] = losses
+    return losses
+
+
 def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     """Checks the invariants of docs/contract.md (durability 14, then 1 to 8, then cancel
     10, redrive 11, purge 12, stats 13, the relay 15, flow control 16 to 19 and the fair
@@ -1373,4 +1411,5 @@ def check_everything(ctx, db, partner_requests, stats, require_terminal=True):
     check_ordering_keys(ev, V, stats)
     check_fair_share(ev, V, stats)
     count_outcomes(ev, stats)
+    count_losses(V, stats)
     return stats

@@ -295,6 +295,11 @@ def _mutations(ctx):
         c = _first((c for c in db["claims"] if c["job"] == r["job"] and c["gen"] == r["gen"]), "claim")
         r["t"] = ts(c["claimed_at"]) - 1.0
 
+    @m("a generation handed out to two claims", "a second claim call came back with a claim's (job, generation)")
+    def _(db, sends, calls, plans, enq):
+        first = _first(known(calls, "claim", lambda c: c["result"]), "claim that came back with jobs")
+        calls.append(dict(first, id=max(c["id"] for c in calls) + 1, result=first["result"][:1]))
+
     @m("two sends under one generation", "the same (job, generation) sent twice")
     def _(db, sends, calls, plans, enq):
         sends.append(dict(sends[0], t=sends[0]["t"] + 0.0001))
@@ -630,6 +635,24 @@ def _mutations(ctx):
     return M
 
 
+def _in_doubt(db, sends, calls, plans, enq):
+    """A finalize whose answer never came back: the caller is in doubt."""
+    call = _first((c for c in calls if c["kind"] == "finalize" and c["known"]), "finalize that came back")
+    call["known"] = False
+
+
+def _loss_mutations(mutations):
+    """(loss kind, what the mutation does, function): one mutation that makes each kind of
+    loss (checker.LOSS_KINDS), taken from the checks' own where one exists."""
+    by_check = {check: (doc, fn) for check, doc, fn in mutations}
+    return [
+        ("lost", *by_check["job lost"]),
+        ("duplicate", *by_check["a generation handed out to two claims"]),
+        ("ghost", *by_check["partner got a send for a claim the database does not have"]),
+        ("in doubt", "a finalize's answer never came back", _in_doubt),
+    ]
+
+
 class _Snapshot:
     """A stand-in for a run's Context, on copies of its records."""
 
@@ -648,7 +671,28 @@ def checker_self_test(ctx, db, sends):
     """Runs the checker once per mutation of a clean run's records. Returns a list of
     (check, what was mutated, checks reported, caught?)."""
     out = []
-    for check, doc, fn in _mutations(ctx):
+    mutations = _mutations(ctx)
+    clean = {}
+    check_everything(
+        _Snapshot(ctx, copy.deepcopy(ctx.record.calls), ctx.plans, dict(ctx.enqueued)),
+        copy.deepcopy(db),
+        copy.deepcopy(sends),
+        clean,
+    )
+    for kind, doc, fn in _loss_mutations(mutations):
+        db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
+        calls2 = copy.deepcopy(ctx.record.calls)
+        snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))
+        try:
+            fn(db2, sends2, calls2, snap.plans, snap.enqueued)
+        except LookupError as e:
+            out.append((f"loss counted: {kind}", doc, [f"(not run: {e})"], False))
+            continue
+        stats = {}
+        check_everything(snap, db2, sends2, stats, require_terminal=True)
+        before, after = clean["losses"][kind], stats["losses"][kind]
+        out.append((f"loss counted: {kind}", doc, [f"{kind}: {before} -> {after}"], after > before))
+    for check, doc, fn in mutations:
         db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
         calls2 = copy.deepcopy(ctx.record.calls)
         snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))

@@ -20,6 +20,14 @@ def summary_lines(ctx, stats):
         ),
         ("events (outbox rows)", f"{g('events')}"),
         (
+            "losses",
+            "lost {lost}, duplicate {duplicate}, in doubt {in doubt}, ghost {ghost}".format_map(
+                stats.get("losses", {"lost": 0, "duplicate": 0, "in doubt": 0, "ghost": 0})
+            )
+            + "  (acknowledged then gone; one generation held or sent twice; answer never came back;"
+            " a send under a claim the database does not have)",
+        ),
+        (
             "claims",
             f"{g('claims')} witnessed  (re-claimed after lease expiry {g('reclaims_after_expiry')},"
             f" after retry {g('reclaims_after_retry')}; committed but never seen by their worker"
