@@ -27,6 +27,8 @@ END $$;
 
 COMMENT ON COLUMN @extschema@.send_jobs.claim_generation IS
     'The fencing token: grows with every claim (by one; to a new timeline''s floor after a failover); finalize and heartbeat apply only with the current one.';
+COMMENT ON COLUMN @extschema@.send_jobs_finished.claim_generation IS
+    'The fencing token: grows with every claim (by one; to a new timeline''s floor after a failover); finalize and heartbeat apply only with the current one.';
 
 COMMENT ON FUNCTION @extschema@.sendjobs_claim(integer, interval, text) IS
     'Claims up to batch jobs (FOR UPDATE SKIP LOCKED): pending ones that are due and in_flight ones whose lease expired. From one queue, in claim order: next_attempt_at less the job''s priority (minutes of head start), oldest first. From any queue (queue NULL), the queues with due jobs in turn, each an even share of the batch, each in its claim order: one queue''s backlog never holds another''s due jobs (invariant 21). Each job becomes in_flight with attempts + 1, a lease of now + lease (NULL: sendjobs.default_lease) and claim_generation + 1 (more after a failover: invariant 2). Returns the rows as updated; keep id and claim_generation. An expired job that has used all max_attempts is not claimed: it gives up, failed with its event and its business row stamped, the reason in last_error.';
