@@ -7,8 +7,10 @@ Settings (environment): DATABASE_URL, PARTNER_URL, QUEUE (default: any), BATCH (
 LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), CONNECT_TIMEOUT_SECONDS (10),
 POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction mode, which does not keep a
 LISTEN), SCHEMA (public: the extension's schema), WORKER_NAME (the connection's
-application_name). On SIGTERM or SIGINT it stops as Worker.stop() does and prints its
-counters as one JSON line.
+application_name), LISTEN_CHECK_SECONDS (2; 0: none) and LISTEN_CHECK_TIMEOUT_SECONDS (3):
+how often the wake-up connection is checked, and how long its answer may take. On
+SIGTERM or SIGINT it stops as Worker.stop() does and prints its counters as one JSON
+line.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ def main() -> int:
         schema=env("SCHEMA", "public"),
         name=name,
         connect_timeout=int(env("CONNECT_TIMEOUT_SECONDS", "10")),
+        listen_check=float(env("LISTEN_CHECK_SECONDS", "2")),
+        listen_check_timeout=float(env("LISTEN_CHECK_TIMEOUT_SECONDS", "3")),
     )
     counters = asyncio.run(worker.run())
     print(json.dumps(counters), flush=True)

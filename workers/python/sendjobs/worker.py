@@ -15,7 +15,10 @@ What psycopg 3 is told here, and why (docs/workers/psycopg.md):
   * autocommit: each call is its own transaction, as the functions expect, and no
     transaction stays open across a send;
   * nothing is SET on the connection (a SET leaks to the next client of a pooled
-    connection): the lease goes with every call.
+    connection): the lease goes with every call;
+  * target_session_attrs=read-write, TCP keepalives and tcp_user_timeout, unless the
+    connection string sets them (CONNECTION_DEFAULTS): after a failover a host list
+    leads to the writable primary, and a peer that vanished is noticed by the kernel.
 """
 
 from __future__ import annotations
@@ -23,14 +26,31 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import os
 import signal
+import socket
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, NamedTuple, Optional
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 log = logging.getLogger("sendjobs")
+
+# Given to every connection unless its connection string sets them: libpq tries the hosts
+# of a list in turn until one takes writes (after a failover, the new primary; a demoted
+# one or a standby is passed over), and the kernel gives up a peer that stopped
+# answering: keepalives after 5 s idle, every 2 s, 3 unanswered; data unacknowledged
+# for 10 s (libpq 12 or later).
+CONNECTION_DEFAULTS = {
+    "target_session_attrs": "read-write",
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10000,
+}
 
 
 @dataclass(frozen=True)
@@ -86,6 +106,8 @@ class Worker:
         name: str = "sendjobs-worker-py",
         connect_timeout: int = 10,
         finish_window: float = 0.005,
+        listen_check: float = 2.0,
+        listen_check_timeout: float = 3.0,
     ):
         if not isinstance(lease, datetime.timedelta):
             raise TypeError("lease must be a datetime.timedelta, not %r" % type(lease).__name__)
@@ -93,6 +115,9 @@ class Worker:
         self.lease, self.poll, self.listen, self.name = lease, poll, listen, name
         self.claimed_empty = False  # the last claim, made again at once, took nothing
         self.send_timeout, self.connect_timeout = send_timeout, connect_timeout
+        # The wake-up connection is asked a trivial query this often (0: never), and given
+        # up when it does not answer within the timeout (a socket that hangs, not closes).
+        self.listen_check, self.listen_check_timeout = listen_check, listen_check_timeout
         # Results that end within this of the first waiting one are finalized in one call
         # (at most a batch, and never longer than a tenth of the lease).
         self.finish_window = min(finish_window, lease.total_seconds() / 10)
@@ -139,12 +164,14 @@ class Worker:
     # -- the connection ---------------------------------------------------------------
 
     async def connect(self):
+        given = conninfo_to_dict(self.dsn)
         conn = await psycopg.AsyncConnection.connect(
             self.dsn,
             autocommit=True,
             prepare_threshold=None,
             application_name=self.name,
             connect_timeout=self.connect_timeout,
+            **{k: v for k, v in CONNECTION_DEFAULTS.items() if k not in given},
         )
         # The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
         conn.add_notice_handler(lambda d: log.warning("server %s: %s", d.severity, d.message_primary))
@@ -221,19 +248,72 @@ class Worker:
             return self.conn
 
     async def listen_for_wakeups(self):
-        """A connection of its own for LISTEN: notifications arrive on it between calls."""
+        """A connection of its own for LISTEN: notifications arrive on it between calls.
+        Asked `SELECT 1` every listen_check seconds: one that does not answer within
+        listen_check_timeout (a socket that hangs rather than closes: a partition, a
+        frozen server) is hung up. Once the connection is lost the worker claims at once,
+        then at its poll interval, while this one connects again."""
         while not self.stopping.is_set():
             try:
                 async with await self.connect() as conn:
+                    # Those that arrive while the check's answer is read.
+                    conn.add_notify_handler(lambda note: self.woken(note.payload))
                     await conn.execute("LISTEN sendjobs_wakeup")
                     self.wakeup.set()  # anything enqueued while we were not listening
-                    async for note in conn.notifies():
-                        if self.queue is None or note.payload == self.queue:
-                            self.counters["wakeups"] += 1
-                            self.wakeup.set()
-            except psycopg.OperationalError as e:
-                log.warning("wake-up connection lost (%s)", e)
-                await asyncio.sleep(1.0)
+                    await self.wait_for_wakeups(conn)
+            except psycopg.Error as e:
+                log.warning("wake-up connection lost (%s); polling until it is back", e)
+            self.wakeup.set()  # a wake-up may be lost: claim now, then at the poll interval
+            try:
+                await asyncio.wait_for(self.stopping.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+
+    def woken(self, payload: str) -> None:
+        if self.queue is None or payload == self.queue:
+            self.counters["wakeups"] += 1
+            self.wakeup.set()
+
+    async def wait_for_wakeups(self, conn):
+        """Reads the notifications as they arrive (libpq's own calls on the socket, not
+        conn.notifies(), whose wait would have to be cancelled for each check), and checks
+        the connection every listen_check seconds; returns never: an error ends it."""
+        loop = asyncio.get_running_loop()
+        readable = asyncio.Event()
+        next_check = loop.time() + self.listen_check
+        while True:
+            loop.add_reader(conn.fileno(), readable.set)
+            try:
+                timeout = max(0.0, next_check - loop.time()) if self.listen_check > 0 else None
+                await asyncio.wait_for(readable.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                loop.remove_reader(conn.fileno())
+            if readable.is_set():
+                readable.clear()
+                conn.pgconn.consume_input()  # raises once the server has closed it
+                while (note := conn.pgconn.notifies()) is not None:
+                    self.woken(note.extra.decode(conn.info.encoding))
+            if self.listen_check > 0 and loop.time() >= next_check:
+                await self.check_listening(conn)
+                next_check = loop.time() + self.listen_check
+
+    async def check_listening(self, conn):
+        """SELECT 1 within listen_check_timeout, or the connection is hung up: its socket
+        shut down, so that whatever waits on it (this check) ends at once."""
+        check = asyncio.ensure_future(conn.execute("SELECT 1"))
+        done, _ = await asyncio.wait({check}, timeout=self.listen_check_timeout)
+        if not done:
+            with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+            done, _ = await asyncio.wait({check}, timeout=1.0)
+            if done:
+                check.exception()  # retrieved: it is the one raised below
+            else:
+                check.cancel()
+            raise psycopg.OperationalError(f"no answer to a check within {self.listen_check_timeout:g} s: hung up")
+        check.result()
 
     # -- one job ----------------------------------------------------------------------
 
@@ -427,8 +507,9 @@ class Worker:
 
 
 def connection_lost(conn, e):
-    """The connection is gone (closed, or the server ended the session): make the call
-    again on a new one. Any other error (a timeout, a conflict, bad input) is the caller's."""
+    """The connection is gone (closed, or the server ended the session), or its server no
+    longer takes writes (25006): make the call again on a new one. Any other error (a
+    timeout, a conflict, bad input) is the caller's."""
     state = e.sqlstate or ""
     return (
         conn is None
@@ -437,6 +518,9 @@ def connection_lost(conn, e):
         and not state
         or state.startswith("08")
         or state in ("57P01", "57P02", "57P03")
+        # A demoted primary, or a standby, after a failover: a new connection finds the
+        # writable one (target_session_attrs=read-write).
+        or state == "25006"
     )
 
 
