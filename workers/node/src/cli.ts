@@ -10,7 +10,10 @@
 // LEASE_SECONDS (30), SEND_TIMEOUT_SECONDS (60), CONNECT_TIMEOUT_SECONDS (10),
 // POLL_SECONDS (5), LISTEN (1; 0 behind a pooler in transaction mode, which does not keep
 // a LISTEN), SCHEMA (public: the extension's schema), WORKER_NAME (the connection's
-// application_name).
+// application_name), LISTEN_CHECK_SECONDS (2; 0: none) and LISTEN_CHECK_TIMEOUT_SECONDS (3):
+// how often the wake-up connection is checked, and how long its answer may take.
+// DATABASE_URL may list several hosts (postgresql://user@h1:5432,h2:5432/db): the first
+// that takes writes is used.
 
 import { Handler, Worker } from "./worker.js";
 
@@ -49,13 +52,12 @@ export function httpSend(partnerUrl: string, workerName: string): Handler {
 async function main() {
   const env = process.env;
   const name = env.WORKER_NAME ?? "sendjobs-worker-node";
-  // node-postgres reads no connect_timeout from the URL: the timeout goes here, and TCP
-  // keepalives find a connection that stopped answering.
+  // node-postgres reads no connect_timeout from the URL: the timeout goes here (TCP
+  // keepalives are the worker's default).
   const connection = {
     connectionString: env.DATABASE_URL,
     application_name: name,
     connectionTimeoutMillis: Number(env.CONNECT_TIMEOUT_SECONDS ?? "10") * 1000,
-    keepAlive: true,
   };
   const worker = new Worker(connection, httpSend(env.PARTNER_URL ?? "", name), {
     queue: env.QUEUE || null,
@@ -65,6 +67,8 @@ async function main() {
     pollSeconds: Number(env.POLL_SECONDS ?? "5"),
     listen: (env.LISTEN ?? "1") === "1",
     schema: env.SCHEMA ?? "public",
+    listenCheckSeconds: Number(env.LISTEN_CHECK_SECONDS ?? "2"),
+    listenCheckTimeoutSeconds: Number(env.LISTEN_CHECK_TIMEOUT_SECONDS ?? "3"),
   });
   const counters = await worker.run();
   console.log(JSON.stringify(counters));

@@ -19,7 +19,11 @@
 //  * nothing is SET on the connection (a SET leaks to the next client of a pooled
 //    connection): the lease goes with every call;
 //  * a client whose connection drops while idle emits 'error': without a listener the
-//    process would crash.
+//    process would crash;
+//  * it connects to one host, and knows no target_session_attrs: the worker splits a
+//    list of hosts itself (eachHost) and passes over a server that takes no writes, as
+//    libpq's target_session_attrs=read-write does; TCP keepalives are on unless told
+//    otherwise (it has no tcp_user_timeout: the wake-up connection's check does that work).
 
 import { Client, ClientConfig } from "pg";
 
@@ -56,25 +60,60 @@ export type WorkerOptions = {
   /** Results that end within this of the first waiting one are finalized in one call (at most
    * a batch, and never longer than a tenth of the lease). */
   finishWindowMs: number;
+  /** The wake-up connection is asked `SELECT 1` this often (0: never)... */
+  listenCheckSeconds: number;
+  /** ...and hung up when it does not answer within this (a socket that hangs, not closes). */
+  listenCheckTimeoutSeconds: number;
 };
 
 const DEFAULTS: WorkerOptions = {
   queue: null, batch: 10, leaseSeconds: 30, sendTimeoutSeconds: 60, pollSeconds: 5, listen: true, schema: "public",
-  finishWindowMs: 5,
+  finishWindowMs: 5, listenCheckSeconds: 2, listenCheckTimeoutSeconds: 3,
 };
 
 type Finishing = { job: Job; outcome: string; error: string | null; done: () => void };
 
 export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// `work`'s result, or "timeout" once `ms` have passed (the timer cleared either way).
+const within = <T>(work: Promise<T>, ms: number): Promise<T | "timeout"> => {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), ms)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+};
+
+/** node-postgres connects to one host: settings that name several, as libpq takes them
+ * (`postgresql://user@h1:5432,h2:5433/db`, or a `host` of "h1,h2" with a `port` of
+ * "5432,5433"), become one settings per host, to be tried in order. */
+function eachHost(connection: ClientConfig): ClientConfig[] {
+  const url = connection.connectionString?.match(/^(postgres(?:ql)?:\/\/(?:[^/?#]*@)?)([^/?#]*)(.*)$/s);
+  if (url && url[2].includes(",")) {
+    return url[2].split(",").map((host) => ({ ...connection, connectionString: url[1] + host + url[3] }));
+  }
+  if (typeof connection.host === "string" && connection.host.includes(",")) {
+    const ports = String(connection.port ?? "").split(",");
+    return connection.host.split(",").map((host, i) => {
+      const port = Number(ports[i] ?? ports[0]);
+      return { ...connection, host, port: port > 0 ? port : undefined };
+    });
+  }
+  return [connection];
+}
+
+// A client's socket closed at once, whatever its peer does: end() waits for the server
+// to close its side, which a server that stopped answering never does.
+const hangUp = (client: Client) => client.connection.stream.destroy();
 
 // A lost connection (node-postgres's own "Connection terminated" errors carry no code;
-// a system error such as ECONNRESET; SQLSTATE class 08; the server ending the session):
+// a system error such as ECONNRESET; SQLSTATE class 08; the server ending the session;
+// a server that no longer takes writes):
 // the call is made again on a new connection. Any other error is the caller's, among
 // them a TypeError of ours, which a retry would only repeat.
 const connectionLost = (e: any) =>
   (!e?.code && e?.constructor === Error) ||
-  /^E[A-Z]/.test(e?.code ?? "") || (e?.code ?? "").startsWith("08") || ["57P01", "57P02", "57P03"].includes(e?.code);
+  /^E[A-Z]/.test(e?.code ?? "") || (e?.code ?? "").startsWith("08") || ["57P01", "57P02", "57P03"].includes(e?.code) ||
+  // A demoted primary, or a standby, after a failover: a new connection finds the writable one.
+  e?.code === "25006";
 
 // Bad input (22), authorization (28), names and grants (42): the same claim will fail
 // again. Not 42804: a claim parsed before ALTER EXTENSION ... UPDATE fails with it once.
@@ -125,13 +164,32 @@ export class Worker {
     };
   }
 
+  // A connection to the first host of the settings that takes writes: after a failover
+  // the new primary, not a demoted one or a standby (libpq's target_session_attrs=read-write
+  // asks the same question). When none does, the last host's error.
   private async connect(): Promise<Client> {
-    const client = new Client(this.connection);
-    client.on("error", () => {}); // a drop while idle: the next call notices and reconnects
-    // The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
-    client.on("notice", (n) => console.error(`sendjobs-worker: server ${n.severity}: ${n.message}`));
-    await client.connect();
-    return client;
+    let refused: unknown = new Error("no host to connect to");
+    for (const settings of eachHost(this.connection)) {
+      const client = new Client({ keepAlive: true, keepAliveInitialDelayMillis: 5000, ...settings });
+      client.on("error", () => {}); // a drop while idle: the next call notices and reconnects
+      // The server's WARNINGs (the terminal guard refusing a stamp) would go unseen.
+      client.on("notice", (n) => console.error(`sendjobs-worker: server ${n.severity}: ${n.message}`));
+      try {
+        await client.connect();
+      } catch (e) {
+        refused = e;
+        continue;
+      }
+      try {
+        const { rows } = await client.query("SHOW transaction_read_only");
+        if (rows[0]?.transaction_read_only === "off") return client;
+        refused = new Error(`${client.host}:${client.port} takes no writes (transaction_read_only is on)`);
+      } catch (e) {
+        refused = e;
+      }
+      hangUp(client);
+    }
+    throw refused;
   }
 
   // One statement; after a lost connection, again on a new one. Every call but the
@@ -209,12 +267,14 @@ export class Worker {
     });
   }
 
-  // A connection of its own for LISTEN: notifications arrive on it between calls.
+  // A connection of its own for LISTEN: notifications arrive on it between calls. Once
+  // it is lost the worker claims at once, then at its poll interval, while this connects
+  // again.
   private async listenForWakeups() {
     while (!this.stopping) {
       try {
         const listener = (this.listener = await this.connect());
-        const closed = new Promise((resolve) => listener.once("end", resolve));
+        const closed = new Promise<"closed">((resolve) => listener.once("end", () => resolve("closed")));
         if (this.stopping) {
           await listener.end(); // stopped while it connected
           break;
@@ -227,11 +287,32 @@ export class Worker {
         });
         await listener.query("LISTEN sendjobs_wakeup");
         this.wake?.(); // anything enqueued while we were not listening
-        await closed;
+        await this.checkListening(listener, closed);
       } catch (e: any) {
         console.error(`sendjobs-worker: wake-up connection: ${e.message}`);
       }
-      if (!this.stopping) await sleep(1000);
+      if (this.stopping) break;
+      console.error("sendjobs-worker: wake-up connection lost; polling until it is back");
+      this.wake?.(); // a wake-up may be lost: claim now
+      await this.pause(1000);
+    }
+  }
+
+  // Until `listener` closes: every listenCheckSeconds a `SELECT 1`, and a connection that
+  // does not answer it within listenCheckTimeoutSeconds (a socket that hangs rather than
+  // closes: a partition, a frozen server) is hung up.
+  private async checkListening(listener: Client, closed: Promise<"closed">) {
+    const { listenCheckSeconds: every, listenCheckTimeoutSeconds: timeout } = this.options;
+    if (!(every > 0)) return void (await closed);
+    while ((await within(closed, every * 1000)) === "timeout" && !this.stopping) {
+      const check = listener.query("SELECT 1").then(() => "answered" as const, () => "failed" as const);
+      const answer = await within(check, timeout * 1000);
+      if (answer === "failed") return void (await closed);
+      if (answer === "timeout") {
+        console.error(`sendjobs-worker: wake-up connection: no answer to a check within ${timeout} s: hung up`);
+        hangUp(listener);
+        return;
+      }
     }
   }
 
@@ -425,7 +506,8 @@ export class Worker {
       process.off("SIGINT", stop);
     }
     // Nothing left open: a program whose worker stopped exits by itself.
-    await this.listener?.end().catch(() => {});
+    const listener = this.listener;
+    if (listener && (await within(listener.end().catch(() => {}), 1000)) === "timeout") hangUp(listener);
     await this.client?.then((c) => c.end()).catch(() => {});
     return this.counters;
   }
