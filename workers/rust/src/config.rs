@@ -43,6 +43,8 @@ pub struct Config {
     pub(crate) send_timeout: Duration,
     pub(crate) poll_interval: Duration,
     pub(crate) listen: bool,
+    pub(crate) listen_check: Duration,
+    pub(crate) listen_check_timeout: Duration,
     pub(crate) reconnect_min: Duration,
     pub(crate) reconnect_max: Duration,
     pub(crate) shutdown: Shutdown,
@@ -57,8 +59,9 @@ impl Config {
     /// A worker for `connection`, a libpq-style connection string or URL
     /// (`host=... dbname=... user=...` or `postgres://user@host/db`), with these defaults:
     /// any queue, batches of 10, 10 sends at once, a 30-second lease, a 60-second send
-    /// timeout, wake-ups by `LISTEN` with a poll every 5 seconds as a fallback, reconnects
-    /// backing off from 100 ms to 5 s, and [`Shutdown::Finish`].
+    /// timeout, wake-ups by `LISTEN` with a poll every 5 seconds as a fallback and the
+    /// connection checked every 2 s (answering within 3 s), reconnects backing off from
+    /// 100 ms to 5 s, and [`Shutdown::Finish`].
     pub fn new(connection: impl Into<String>) -> Self {
         Self {
             connection: connection.into(),
@@ -70,6 +73,8 @@ impl Config {
             send_timeout: Duration::from_secs(60),
             poll_interval: Duration::from_secs(5),
             listen: true,
+            listen_check: Duration::from_secs(2),
+            listen_check_timeout: Duration::from_secs(3),
             reconnect_min: Duration::from_millis(100),
             reconnect_max: Duration::from_secs(5),
             shutdown: Shutdown::Finish,
@@ -154,6 +159,19 @@ impl Config {
         self
     }
 
+    /// With `LISTEN` on, ask the connection `SELECT 1` every `every` when no call is in
+    /// flight on it (2 s by default; `Duration::ZERO`: never), and drop it when it does
+    /// not answer within `timeout` (3 s): a socket that hangs rather than closes (a
+    /// partition, a frozen server) would otherwise lose every wake-up, silently, until the
+    /// kernel gives it up. Dropped, its calls are made again on a new connection, and the
+    /// worker claims at once. Not while a call is in flight: the answers come in order,
+    /// and one waiting for a lock would hold the check's answer too.
+    pub fn listen_check(mut self, every: Duration, timeout: Duration) -> Self {
+        self.listen_check = every;
+        self.listen_check_timeout = timeout;
+        self
+    }
+
     /// After a lost connection, wait `min` before reconnecting, doubling up to `max`.
     pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
         self.reconnect_min = min;
@@ -182,6 +200,10 @@ impl Config {
             (Setting::Concurrency, self.concurrency == 0),
             (Setting::SendTimeout, self.send_timeout.is_zero()),
             (Setting::PollInterval, self.poll_interval.is_zero()),
+            (
+                Setting::ListenCheckTimeout,
+                !self.listen_check.is_zero() && self.listen_check_timeout.is_zero(),
+            ),
         ];
         if let Some((setting, _)) = zero.into_iter().find(|(_, zero)| *zero) {
             return Err(ConfigError::Zero { setting });
@@ -228,6 +250,11 @@ mod tests {
                 valid().poll_interval(Duration::ZERO),
                 ConfigError::Zero { setting: Setting::PollInterval },
                 "poll_interval must not be zero",
+            ),
+            (
+                valid().listen_check(ms(1), Duration::ZERO),
+                ConfigError::Zero { setting: Setting::ListenCheckTimeout },
+                "listen_check's timeout must not be zero",
             ),
             (
                 valid().lease(ms(9)),

@@ -6,14 +6,16 @@
 //! runs `SET`: the lease goes with each claim and heartbeat, so nothing leaks to the
 //! next client of a pooled server connection.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use postgres_native_tls::MakeTlsConnector;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Mutex, Notify};
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::{Host, SslMode, TargetSessionAttrs};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
@@ -138,6 +140,25 @@ pub(crate) struct Db {
     /// When the worker was told to stop: from then on, a call that finds the connection
     /// gone gives up rather than wait for the database for ever ([`Call`]).
     stopped_at: watch::Sender<Option<Instant>>,
+    /// Calls sent and not answered yet: the connection's check waits for none
+    /// ([`check_listening`]).
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// One call in flight, for as long as it lives (a call given up is dropped).
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Which call, for how long it outlives a stop while the database is away.
@@ -160,6 +181,7 @@ impl Db {
             wakeup: Arc::new(Notify::new()),
             counters,
             stopped_at: watch::Sender::new(None),
+            in_flight: Arc::default(),
         };
         let client = db.open().await?;
         *db.current.lock().await = Some(client);
@@ -170,9 +192,27 @@ impl Db {
         let mut pg: tokio_postgres::Config = self.config.connection.parse()?;
         pg.application_name(&self.config.application_name);
         // A server that stops answering (a network partition, a half-open connection)
-        // is noticed, rather than waited for: connecting within 10 s, and TCP keepalives.
+        // is noticed, rather than waited for: connecting within 10 s, and, unless the
+        // connection string says otherwise, TCP keepalives after 5 s idle, every 2 s, 3
+        // unanswered, and data unacknowledged for 10 s given up (tcp_user_timeout).
         pg.connect_timeout(Duration::from_secs(10));
-        pg.keepalives_idle(Duration::from_secs(15));
+        if pg.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            pg.keepalives_idle(Duration::from_secs(5)); // tokio-postgres's default: not set
+        }
+        if pg.get_keepalives_interval().is_none() {
+            pg.keepalives_interval(Duration::from_secs(2));
+        }
+        if pg.get_keepalives_retries().is_none() {
+            pg.keepalives_retries(3);
+        }
+        if pg.get_tcp_user_timeout().is_none() {
+            pg.tcp_user_timeout(Duration::from_secs(10));
+        }
+        // After a failover, of the hosts listed the one that takes writes: not a demoted
+        // primary, not a standby (`SHOW transaction_read_only` on each, as libpq does).
+        if pg.get_target_session_attrs() == TargetSessionAttrs::Any {
+            pg.target_session_attrs(TargetSessionAttrs::ReadWrite);
+        }
         // A worker given a TLS connector wants TLS: `prefer` (the default) would fall back
         // to plain text when the server offers none. Not over a Unix socket, which has no
         // TLS (libpq ignores sslmode there; tokio-postgres would fail to connect).
@@ -180,27 +220,36 @@ impl Db {
         if self.config.tls.is_some() && pg.get_ssl_mode() == SslMode::Prefer && tcp_only {
             pg.ssl_mode(SslMode::Require);
         }
-        let client = match &self.config.tls {
+        let (client, driver) = match &self.config.tls {
             None => {
                 let (client, connection) = pg.connect(NoTls).await?;
-                self.drive(connection);
-                client
+                (client, self.drive(connection))
             }
             Some(tls) => {
                 let (client, connection) = pg.connect(MakeTlsConnector::new(tls.clone())).await?;
-                self.drive(connection);
-                client
+                (client, self.drive(connection))
             }
         };
+        let client = Arc::new(client);
         if self.config.listen {
             client.batch_execute("LISTEN sendjobs_wakeup").await?;
+            if !self.config.listen_check.is_zero() {
+                tokio::spawn(check_listening(
+                    Arc::downgrade(&client),
+                    driver,
+                    self.in_flight.clone(),
+                    (self.config.listen_check, self.config.listen_check_timeout),
+                    self.wakeup.clone(),
+                ));
+            }
         }
-        Ok(Arc::new(client))
+        Ok(client)
     }
 
     /// Drives the connection in a task of its own, and passes on what the server sends
     /// unasked: wake-ups, and notices (the terminal guard's WARNING when it refuses a stamp).
-    fn drive<S, T>(&self, mut connection: Connection<S, T>)
+    /// Aborting the task drops the connection: every call waiting on it fails as lost.
+    fn drive<S, T>(&self, mut connection: Connection<S, T>) -> AbortHandle
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -236,7 +285,8 @@ impl Db {
                     None => break,
                 }
             }
-        });
+        })
+        .abort_handle()
     }
 
     /// The worker is stopping: calls that find the connection gone give up (see [`Call`]).
@@ -327,8 +377,10 @@ impl Db {
     {
         loop {
             let client = self.until_deadline(self.client(kind)).await?;
-            let answer =
-                self.until_deadline(async { call(client.clone()).await.map_err(Error::from) });
+            let answer = self.until_deadline(async {
+                let _in_flight = InFlight::new(&self.in_flight);
+                call(client.clone()).await.map_err(Error::from)
+            });
             match answer.await {
                 Err(e) if e.is_connection_lost() => {
                     let mut current = self.current.lock().await;
@@ -469,6 +521,44 @@ impl Db {
         rows.iter()
             .map(|row| Ok((row.try_get(0)?, Answer::parse(row.try_get(1)?)?)))
             .collect()
+    }
+}
+
+/// Every `every`, `SELECT 1` on the connection that LISTENs (the worker's one connection)
+/// when no call is in flight on it; one that does not answer within `timeout` (a socket
+/// that hangs rather than closes: a partition, a frozen server) is dropped: its task is
+/// aborted, so every call waiting on it fails as a lost connection and is made again on a
+/// new one (which LISTENs again), and the worker claims at once rather than wait for a
+/// wake-up that cannot come. Not while a call is in flight: answers come in order, and
+/// a call waiting for a lock (a finalize behind a business row's) would hold the check's
+/// answer too, and drop a connection that is fine.
+async fn check_listening(
+    client: Weak<Client>,
+    driver: AbortHandle,
+    in_flight: Arc<AtomicUsize>,
+    (every, timeout): (Duration, Duration),
+    wakeup: Arc<Notify>,
+) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(client) = client.upgrade().filter(|c| !c.is_closed()) else {
+            return; // replaced, or lost: the next call reconnects
+        };
+        if in_flight.load(Ordering::SeqCst) > 0 {
+            continue;
+        }
+        match tokio::time::timeout(timeout, client.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return,
+            Err(_) => {
+                log::warn!(
+                    "sendjobs-worker: no answer to a check within {timeout:?}: connection dropped"
+                );
+                driver.abort();
+                wakeup.notify_one();
+                return;
+            }
+        }
     }
 }
 

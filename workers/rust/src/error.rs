@@ -87,6 +87,8 @@ pub enum Setting {
     SendTimeout,
     /// [`Config::poll_interval`](crate::Config::poll_interval).
     PollInterval,
+    /// The timeout of [`Config::listen_check`](crate::Config::listen_check).
+    ListenCheckTimeout,
 }
 
 impl fmt::Display for Setting {
@@ -96,6 +98,7 @@ impl fmt::Display for Setting {
             Self::Concurrency => "concurrency",
             Self::SendTimeout => "send_timeout",
             Self::PollInterval => "poll_interval",
+            Self::ListenCheckTimeout => "listen_check's timeout",
         })
     }
 }
@@ -130,8 +133,10 @@ impl Error {
     }
 
     /// True when the call failed because the connection is gone (closed, reset, or ended
-    /// by the server: `pg_terminate_backend`, a restart, a pooler dropping it). Such calls
-    /// are retried on a new connection; any other database error is reported.
+    /// by the server: `pg_terminate_backend`, a restart, a pooler dropping it), or because
+    /// its server no longer takes writes (25006, `read_only_sql_transaction`: a primary
+    /// demoted by a failover). Such calls are retried on a new connection, which goes to
+    /// a host that takes writes; any other database error is reported.
     pub fn is_connection_lost(&self) -> bool {
         match self {
             Self::Db(e) => {
@@ -142,6 +147,7 @@ impl Error {
                             || *c == SqlState::ADMIN_SHUTDOWN
                             || *c == SqlState::CRASH_SHUTDOWN
                             || *c == SqlState::CANNOT_CONNECT_NOW
+                            || *c == SqlState::READ_ONLY_SQL_TRANSACTION
                     })
             }
             _ => false,
