@@ -30,13 +30,8 @@ CREATE TABLE @extschema@.send_jobs (
     fillfactor = 80,
     -- Vacuum by churn, not by size. Every claim leaves a dead entry where the claim order
     -- starts (send_jobs_pending_idx), and every later claim steps over it until a vacuum
-    -- removes it. Postgres's defaults scale with the table: autovacuum waits for 20% of
-    -- the rows to be dead, and a vacuum that finds dead rows on under 2% of the pages
-    -- skips the indexes. With 10,000,000 finished jobs kept, both held the dead entries
-    -- for minutes (VACUUM VERBOSE: "index scan bypassed: 3431 pages from table (1.46% of
-    -- total) have 422762 dead item identifiers") and claims slowed to half an empty
-    -- table's (BENCHMARKS.md, "A finished history in `send_jobs` itself, before the
-    -- split"; bench/lifecycle.sh).
+    -- removes it; Postgres's defaults, which scale with the table, held such entries for
+    -- minutes (decision 0006, "A finished history in `send_jobs` itself, before the split").
     autovacuum_vacuum_scale_factor = 0,
     autovacuum_vacuum_threshold = 10000,
     vacuum_index_cleanup = on
@@ -54,9 +49,8 @@ CREATE INDEX send_jobs_pending_idx
     ON @extschema@.send_jobs ((pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
     WHERE status = 'pending';
 -- The planner reads no statistics of a partial index's expressions: these are the claim
--- order's, so that a claim planned for its values knows how many jobs are due (without
--- them, "order <= now" was costed as a third of the table, and the claim from other
--- queues sorted a backlog of 1,000,000: src/tests/plans.rs). Postgres records no
+-- order's, so that a claim planned for its values knows how many jobs are due
+-- (src/tests/plans.rs; decision 0013, "Notes from the statements"). Postgres records no
 -- extension membership for a statistics object: it goes with its table (a dump leaves
 -- both to CREATE EXTENSION; DROP EXTENSION drops it with the table).
 CREATE STATISTICS @extschema@.send_jobs_claim_order_stats
@@ -68,9 +62,8 @@ CREATE INDEX send_jobs_pending_queue_idx
     WHERE status = 'pending';
 -- Claim, pending branch for one queue's jobs without an ordering key: the passes that
 -- take those (claim.sql, claim_shares.sql) read no ordered job, so a queue of ordered
--- jobs costs them nothing (send_jobs_pending_queue_idx would have them step over every
--- due one, 100,000 for a claim of 10: decision 0020). Written when a job without a key
--- becomes pending (an enqueue, a retry), not when it is claimed.
+-- jobs costs them nothing (decision 0020). Written when a job without a key becomes
+-- pending (an enqueue, a retry), not when it is claimed.
 CREATE INDEX send_jobs_pending_unkeyed_queue_idx
     ON @extschema@.send_jobs (queue, (pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority)), id)
     WHERE status = 'pending' AND ordering_key IS NULL;
@@ -102,11 +95,9 @@ CREATE UNIQUE INDEX send_jobs_redrive_of_idx
 -- SELECT ... FROM send_jobs reads both tables, so every reader still sees every job with
 -- its status; the statements on live jobs read ONLY send_jobs. Why: a vacuum with index
 -- cleanup reads the whole of every index of its table, and send_jobs needs one every few
--- seconds (its claims leave dead entries where the claim order starts, above). With the
--- history in send_jobs, each such vacuum read a primary key of 10,000,000 jobs (294 MB),
--- and claim + finalize ran at 0.86-0.96 of an empty table's speed; with the history
--- here, at 1.03, 1.06, 0.99 (BENCHMARKS.md, "`split` with a finished history";
--- bench/lifecycle.sh).
+-- seconds (its claims leave dead entries where the claim order starts, above); with the
+-- history in send_jobs, each such vacuum read the history's primary key too (decision
+-- 0006).
 -- A CHECK on each table keeps each row in its table (a statement that finished a job in
 -- place fails) and its columns in agreement with its status: sql/job_state.sql.
 CREATE TABLE @extschema@.send_jobs_finished (

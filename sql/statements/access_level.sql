@@ -1,11 +1,9 @@
 --- params: level text
 --- columns: privilege
--- sendjobs_grant and sendjobs_revoke (src/access.rs): what access level $1 holds, one
--- privilege a row, as the text between GRANT and TO. No level writes the queue tables:
--- the functions do that as the extension's owner (src/spi_plans.rs). `{schema}` is the
--- extension's schema, put in by src/access.rs as a quoted identifier: `@extschema@`
--- would be put in by spi_plans inside these literals, where a quote in the schema's
--- name would end the literal.
+-- sendjobs_grant and sendjobs_revoke (src/access.rs): the privileges access level $1
+-- holds, as the text between GRANT and TO; no level writes the tables (decision 0005).
+-- `{schema}` is put in by src/access.rs, quoted: `@extschema@` inside a literal would
+-- not be.
 SELECT level.privilege
   FROM (VALUES
     ('producer', 'EXECUTE ON FUNCTION {schema}.sendjobs_enqueue(jsonb, text, timestamptz, text, text, integer, text, integer)'),
@@ -20,8 +18,7 @@ SELECT level.privilege
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_stats()'),
     ('monitor',  'EXECUTE ON FUNCTION {schema}.sendjobs_queue_limits(text)'),
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key) ON TABLE {schema}.send_jobs'),
-    -- The finished jobs' own table too, so that a read of them leaves the unfinished out
-    -- (through send_jobs it scans them: its CHECK is a function call).
+    -- the finished jobs' table too: a read of them need not scan send_jobs
     ('monitor',  'SELECT (id, queue, transaction_id, idempotency_key, status, attempts, max_attempts, next_attempt_at, claimed_at, lease_expires_at, claim_generation, last_error, created_at, finished_at, redrive_of, ordering_key, priority, waits_for_key) ON TABLE {schema}.send_jobs_finished'),
     ('monitor',  'SELECT ON TABLE {schema}.send_job_events, {schema}.sendjobs_queues, {schema}.sendjobs_consumers, {schema}.sendjobs_blocked_keys, {schema}.send_job_attempts'),
     -- relay: reading the outbox for a consumer (which moves its position)

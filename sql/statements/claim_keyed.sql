@@ -1,25 +1,12 @@
 --- params: now timestamptz, lease interval, queues text[], places int8[], generation_floor int8
 --- columns: job, id, claim_order, queue, places_left
--- Ordered jobs (a job with an ordering key) for sendjobs_claim (src/claim.rs): up to
--- $4[i] jobs of queue $3[i] each, the places a claim's other pass left in those queues
--- (claim.sql, claim_shares.sql), after the turn of such claims (src/turns.rs), so that
--- this statement's snapshot sees every claim of an ordered job that committed. No queue
--- given has flow control: those claim their ordered jobs in their own pass, under their
--- lock (claim.sql, limited_queue, tests them the same way).
--- A job is free when no older unfinished job of its key exists and none of its key is in
--- flight (one of a younger id, enqueued by a transaction that committed first, too), and
--- its key is not stopped but by it: a key stopped by a job that failed for good
--- (sendjobs_blocked_keys, a queue that blocks its keys) hands out no job but that job's
--- redrive, which goes before the key's older jobs, until it was sent or cancelled.
--- Each queue's free jobs are taken in its claim order, from its first ordered job that
--- does not wait for its key (its head). The jobs its scan passed over, from the head to
--- the last job it took (to the end of the queue's ordered jobs when it took fewer than
--- its places), were not free: they wait for their key from now on (waits_for_key, which
--- keeps them out of send_jobs_pending_keyed_queue_idx), so the claims after this one do
--- not read them again, until a job of their key finishes (key_waits_clear.sql; decision
--- 0020). Rows other transactions hold are left, as the claim leaves them.
--- The expired leases of ordered jobs are the other passes' (a reclaim keeps the one job
--- of its key in flight). The claim order, the TID scan: claim.sql's header.
+-- Ordered jobs for sendjobs_claim (src/claim.rs): up to $4[i] jobs of queue $3[i], the
+-- places the claim's other pass left, after the turn of such claims (src/turns.rs), so
+-- this snapshot sees every committed claim of an ordered job. A job is free when its
+-- key has no older unfinished job and none in flight, and is not stopped but by it (a
+-- stopped key hands out only its failed job's redrive). The jobs a scan passed over were
+-- not free: they wait for their key (waits_for_key) until key_waits_clear.sql (decision
+-- 0020). Expired leases, the claim order, the TID scan: claim.sql's.
 WITH
 shares AS MATERIALIZED (
     SELECT share.queue, share.jobs, head.claim_order AS head, head.id AS head_id

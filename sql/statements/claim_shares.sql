@@ -1,26 +1,15 @@
 --- params: now timestamptz, places int8, lease interval, cursor text, skip text[], limited text[], generation_floor int8
 --- columns: job, gave_up, id, claim_order, keyed, queue, short, step, share
--- sendjobs_claim from any queue (src/claim.rs, src/fair_share.rs; decision 0019), in one
--- statement: the turn of the queues, then each queue's share.
--- The walk (start, walk, reached): up to $2 queues with a due job, in name order from the
--- one after $4 (this backend's last), round to the first again and back to $4; without a
--- cursor, from the queue of the oldest pending job. A queue in $5 is passed over (paused,
--- or left by this claim), and so is a limited one whose settings allow none. Each step
--- is one descent of send_jobs_pending_queue_idx to the next queue's first job, its head:
--- the walk reads as many entries as the queues it passes, whatever their backlogs. The walk is lazy: the LIMIT of reached stops it.
--- The shares: $2 split evenly among the queues reached, the odd places to the first
--- reached; a limited queue's ($6: every queue with flow control) is kept for its own
--- pass under its lock (src/claim.rs), and the others' are claimed here, each in its
--- queue's claim order (a LATERAL per queue), with the expired leases of every queue but
--- the limited ones, as claim.sql takes them. With no queue reached, up to $2 expired
--- leases alone. The rest is claim.sql's: read its header for the claim order, the
--- expired branch, the TID scan and the jobs that give up. Ordered jobs are left to
--- claim_keyed.sql: a queue short of its share says how many places it left and whether
--- it has ordered jobs that may be free, which src/claim.rs then claims in those places.
--- Variant exact: the caller holds the settings lock, and $6 is every queue with flow
--- control. Variant checked: a change of the settings may be committing, and each queue
--- reached and each expired lease is checked against the settings in this statement's
--- snapshot (as claim.sql's other_queues checks its queue).
+-- sendjobs_claim from any queue (src/claim.rs, src/fair_share.rs): the queues in turn,
+-- each its share, in one statement (decision 0019). The walk: up to $2 queues with a due
+-- job, in name order from the one after $4 (from the oldest job's queue without one),
+-- one descent of send_jobs_pending_queue_idx each, passing over $5 and the limited
+-- queues whose settings allow none. The shares: $2 split evenly, the odd places to the
+-- first reached; a limited queue's ($6) is left to its own pass under its lock, the
+-- others' are claimed here with the expired leases, as claim.sql claims. Ordered jobs
+-- are claim_keyed.sql's: a queue short of its share says so. Variant exact: the caller
+-- holds the settings lock; checked: each queue and lease is checked against the
+-- settings in this snapshot.
 WITH RECURSIVE
 start AS (
     SELECT coalesce($4, (SELECT job.queue FROM ONLY @extschema@.send_jobs AS job
@@ -68,12 +57,8 @@ walk AS (
      -- a session's first queue ends its first turn (the cursor's queue ends every other)
      WHERE NOT (next.queue = start.queue AND NOT start.after)
 ),
--- The limited queues whose settings allow none in this snapshot (paused, out of tokens,
--- at their cap): their lock and count under it would give nothing, and cost the claim a
--- statement or two for each such queue (decision 0019). Found once a claim, when the
--- walk first passes a limited queue: their settings rows joined to their jobs in flight,
--- counted in one read of the leases (few: workers x batch); a count per queue read every
--- lease again for each, and a look-up of each queue's count in the counts, all of them.
+-- The limited queues whose settings allow none now (paused, out of tokens, at their
+-- cap), found once a claim with one read of the leases (decision 0019).
 allow_none AS MATERIALIZED (
     SELECT settings.queue
       FROM @extschema@.sendjobs_queues AS settings
@@ -95,9 +80,8 @@ reached AS MATERIALIZED (
        AND NOT (walk.queue = ANY ($6) AND walk.queue IN (SELECT allow_none.queue FROM allow_none))
 --- variant exact
 --- variant checked
-       -- nor a queue with flow control in this snapshot that the list $6 leaves out: a
-       -- test a queue, before its scan (a test of each row in the share's scan became,
-       -- after ANALYZE, a hash anti-join over every due job, sorted)
+       -- nor a queue with flow control in this snapshot that $6 leaves out, tested
+       -- once a queue, before its scan
        AND (walk.queue = ANY ($6)
             OR NOT EXISTS (SELECT FROM @extschema@.sendjobs_queues AS settings
                             WHERE settings.queue = walk.queue
@@ -126,11 +110,8 @@ pending AS MATERIALIZED (
         SELECT ctid AS tid, id, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) AS claim_order
           FROM ONLY @extschema@.send_jobs AS job
          WHERE status = 'pending'
-           -- from the head the walk found: the entries before it (jobs claimed since
-           -- the last vacuum) are read once a claim, by the walk (decision 0019). A
-           -- range, not "=": estimated from statistics that knew one queue (or none
-           -- of a burst), "=" made the plan read another index through other queues'
-           -- backlogs.
+           -- from the head the walk found; a range, not "=", whatever the statistics
+           -- (decision 0019)
            AND (job.queue, pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority), job.id) >= (share.queue, share.head, share.head_id)
            AND job.queue <= share.queue
            AND pg_catalog.timezone(interval '0', next_attempt_at) - pg_catalog.make_interval(mins => priority) <= pg_catalog.timezone(interval '0', $1)
@@ -179,12 +160,9 @@ SELECT NULL, true, id, claim_order, false, NULL, false, NULL, NULL FROM picked W
 -- Each queue reached, in the order of the walk, with its share.
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, false, turn.queue, false, turn.step, turn.jobs FROM turn
--- The queues that had fewer jobs to lock than their share (empty, or their rows locked by
--- other claims), with the places each left and whether it has ordered jobs that may be
--- free (one probe of send_jobs_pending_keyed_queue_idx): src/claim.rs claims its ordered
--- jobs in those places, and passes over it for the rest of this claim when they do not
--- fill them. (A queue whose rows lost the merge with expired leases is not short: it is
--- reached again.)
+-- The queues short of their share, with the places each left and whether it has ordered
+-- jobs that may be free (one probe of send_jobs_pending_keyed_queue_idx): src/claim.rs
+-- claims those in the places left.
 UNION ALL
 SELECT NULL, NULL, NULL, NULL,
        EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k

@@ -1,9 +1,7 @@
 --- params: consumer text, from_start bool, now timestamptz, reader oid, wake bool
 --- columns: consumer
--- sendjobs_create_consumer (src/outbox.rs): a new consumer of the outbox. It has passed
--- every event visible now (from_start: none, so it reads every event kept). '1:1:' is
--- the snapshot in which no transaction is visible. The caller's own transaction counts as
--- in progress (sql/statements/read_events.sql says why).
+-- sendjobs_create_consumer (src/outbox.rs): a consumer that has passed every event
+-- visible now, or none ('1:1:') with from_start; as read_events.sql takes a batch.
 INSERT INTO @extschema@.sendjobs_consumers (consumer, passed, created_at, reader, wake)
 VALUES ($1, CASE WHEN $2 THEN '1:1:'::pg_catalog.pg_snapshot
                 ELSE (SELECT (least(pg_catalog.pg_snapshot_xmin(now.s), coalesce(now.own, pg_catalog.pg_snapshot_xmin(now.s)))::pg_catalog.text OPERATOR(pg_catalog.||) ':'

@@ -1,10 +1,9 @@
 --- params: payloads jsonb[], queues text[], run_at timestamptz[], transaction_ids text[], idempotency_keys text[], max_attempts int4[], ordering_keys text[], priorities int4[], id_sequence oid, now timestamptz, default_max_attempts int4
 --- columns: ids, taken_keys
--- sendjobs_enqueue_many (src/enqueue.rs): the jobs of $1 in one statement, each as
--- enqueue.sql adds one. $2-$8 hold one value per job or one for all (src/enqueue.rs
--- checks). Ids are drawn from $9 in $1's order, so jobs sharing an ordering key keep it.
--- A job whose key is taken, or given to an earlier job of $1, is not inserted: its place
--- in ids is NULL, its key in taken_keys, and src/enqueue.rs looks its holder up.
+-- sendjobs_enqueue_many (src/enqueue.rs): the jobs of $1, each as enqueue.sql adds one,
+-- ids drawn in $1's order, which jobs sharing an ordering key keep (decision 0023).
+-- $2-$8 hold one value per job or one for all.
+-- A job whose key is taken is not inserted: its id is NULL, its key in taken_keys.
 WITH job AS MATERIALIZED (
     SELECT pg_catalog.nextval($9::pg_catalog.regclass) AS id, given.ord, given.payload,
            CASE WHEN pg_catalog.cardinality($2) = 1 THEN $2[1] ELSE given.queue END AS queue,

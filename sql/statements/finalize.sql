@@ -1,31 +1,16 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
 --- columns: id, status, attempts, transaction_id, readers, queue, ordering_key
--- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), in one statement:
--- the fenced finish of claims ($1[i], $2[i]), each fenced on its own, and for each claim
--- it applied what the caller and the business-row stamp need (src/finalize.rs puts them
--- back in the call's order: a join and a sort here cost a finalize 3-4% of its
--- instructions). A terminal result's row in send_jobs_finished is its event
--- (sql/schema.sql, send_job_events).
--- Variants: batch (the claims unnested, joined to the table) and one (a batch of one,
--- every sendjobs_finalize: the same statement without the unnest and the join, which
--- cost about as much as the finish itself for a single row); each terminal (the job moves to send_jobs_finished, sql/schema.sql says
--- why) and, as batch_retry and one_retry, a retry with attempts left (the job stays in
--- send_jobs, pending again). A retry runs the retry variant,
--- then the terminal one with $3 'retry' for the claims it did not apply: a retry on its
--- last attempt becomes 'failed' there (src/finalize.rs). One statement with both
--- branches set both up on every run, taken or not (a DELETE, an INSERT and the finished
--- table's indexes; an UPDATE and send_jobs' eight indexes), which cost a finalize of one
--- job a tenth to a fifth of its instructions (callgrind; BENCHMARKS.md, "Instructions
--- per job"). The backoff is base * 2^(attempts - 1) capped at max,
--- computed in milliseconds (no interval overflow). A claim that did not apply has no
--- row here; what its job is, and whether it was already finalized so, is looked up
--- afterwards in a snapshot of its own (finalize_unapplied.sql). A finished row
--- records the outcome that finished it ("outcome": how a repeat is recognised).
--- "readers": whether the outbox has consumers that asked to be woken (src/wakeup.rs);
--- "queue": the job's, whose workers a finish wakes when it has a cap on its jobs in flight
--- and wake-ups on (a place came free: docs/decisions/0013-flow-control-in-the-claim.md),
--- which src/finalize.rs asks only of the queues with flow control; "ordering_key": a
--- failed job's key stops if its queue blocks its keys (key_block.sql).
+-- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs): the finish of claims
+-- ($1[i], $2[i]), each fenced on its own, and for each claim it applied what the caller
+-- and the business-row stamp need, in no order (src/finalize.rs orders them). Variants:
+-- batch and one (a batch of one, without the unnest and the join); each terminal (the
+-- job moves to send_jobs_finished, where its row is its event) or, as batch_retry and
+-- one_retry, a retry with attempts left. A retry runs its retry variant, then the
+-- terminal one with $3 'retry' for the claims it did not apply: a retry on its last
+-- attempt becomes 'failed' (decision 0014). The backoff, base * 2^(attempts - 1) capped
+-- at max, is computed in milliseconds. A claim not applied is looked up afterwards by
+-- finalize_unapplied.sql. "readers": consumers to wake (src/wakeup.rs); "queue": whose
+-- workers a freed place may wake (decision 0013); "ordering_key": for key_block.sql.
 WITH
 --- variant batch, batch_retry
 claim AS (

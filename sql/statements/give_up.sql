@@ -1,10 +1,8 @@
 --- params: ids int8[], now timestamptz
 --- columns: id, transaction_id, ordering_key, queue
--- The jobs a claim found under an expired lease with every attempt used (claim.sql,
--- gave_up), still locked by that claim's statement: each finishes as failed, with its
--- event (the finished row: sql/schema.sql, send_job_events), and moves to
--- send_jobs_finished. The fence repeats what the claim saw, which its row locks kept
--- true. The key and queue: a key whose queue blocks its keys stops here (key_block.sql).
+-- The jobs a claim returned with gave_up (claim.sql), still locked by it: each fails,
+-- moves to send_jobs_finished with its event, and its key may stop (key_block.sql). The
+-- fence repeats what the claim saw (decision 0014).
 WITH leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs AS job
      WHERE job.id = ANY ($1) AND job.status = 'in_flight'

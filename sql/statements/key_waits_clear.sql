@@ -1,11 +1,8 @@
 --- params: keys text[]
 --- columns: none
--- After jobs of ordering keys $1 finished or went back to pending, or a key was let go
--- (src/key_waits.rs): the jobs of those keys that may be free now wait no more, and the
--- claims read them again (decision 0020). Of each key, the first job that waits (a free
--- job of a key is its oldest unfinished one) and the job that stops the key
--- (sendjobs_blocked_keys: a redrive goes before the older jobs). Locked in id order, so
--- that two finishes of the same keys wait for each other rather than deadlock.
+-- After jobs of keys $1 finished or went back, or a key was let go (src/key_waits.rs):
+-- each key's first waiting job and its stopping job wait no more (decision 0020); in id
+-- order, so two such calls wait rather than deadlock.
 WITH freed AS MATERIALIZED (
     SELECT job.ctid AS tid
       FROM ONLY @extschema@.send_jobs AS job

@@ -1,14 +1,9 @@
 --- params: none
 --- columns: stamp_sql, on_sent, on_failed, tbl, missing_column, key_type, on_redrive, linked_by, linker_exists, search_path
--- The current link (src/link.rs), as what stamping needs: the stamp statement, built from
--- the catalog at each use so a renamed table still works; on_sent and on_failed; the
--- table's name and a missing column's name (a dropped or renamed column is reported,
--- not ignored); the key column's type (to check a transaction_id at enqueue); on_redrive;
--- the role that linked the table, whether it still exists, and the search_path the stamp
--- runs with: pg_catalog, the table's schema (where its triggers' own tables usually are),
--- the schemas of the key's and the status's types (their operators and casts), pg_temp.
--- Never the caller's path: the stamp runs as the linker, and what a caller's path holds
--- must not run with the linker's rights.
+-- The current link (src/link.rs), as stamping needs it: the stamp statement, built from
+-- the catalog at each use (a renamed table still works), a dropped or renamed column
+-- named, the linker, and the search_path the stamp runs with: pg_catalog, the schemas of
+-- the table and of its two columns' types, pg_temp; never the caller's (decision 0005).
 SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',
            link.tbl, link.status_column,
            pg_catalog.format_type(status_col.atttypid, status_col.atttypmod),

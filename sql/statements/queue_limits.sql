@@ -1,11 +1,7 @@
 --- params: queue text, now timestamptz
 --- columns: queue, paused, max_in_flight, in_flight, rate, burst, tokens, limited, retry_after
--- sendjobs_queue_limits (src/flow.rs): the flow control of queue $1 (NULL: of every queue
--- that has some) at $2, and whether a claim would be limited by it now: 'paused',
--- 'max_in_flight' (as many jobs in flight as the cap), or 'rate' (less than one token),
--- the first that holds; NULL when none does. retry_after: when the limit may lift by
--- itself (a rate: the next token; a cap: the first lease of the queue to expire, sooner
--- if a job finishes); NULL when only an admin lifts it (a pause) or nothing limits.
+-- sendjobs_queue_limits (src/flow.rs): the flow control of queue $1 (NULL: each queue
+-- that has some) at $2, the first limit that holds now, and when it may lift by itself.
 SELECT q.queue, q.paused, q.max_in_flight, f.in_flight, q.rate, q.burst, b.tokens,
        CASE WHEN q.paused THEN 'paused'
             WHEN f.in_flight >= q.max_in_flight THEN 'max_in_flight'

@@ -1,20 +1,12 @@
 --- params: consumer text, max int8, now timestamptz
 --- columns: job_id, transaction_id, kind, claim_generation, created_at, queue
 -- sendjobs_read_events (src/outbox.rs), second statement: up to $2 events of the
--- consumer's batch after its read position, and the position moved past them.
--- A batch is the events that became visible between two snapshots: those visible in
--- `batch` and not in `passed` (the last batch's), so an event is in exactly one batch
--- whatever order the transactions that finished the jobs committed in, and a batch
--- holds everything that committed before it was taken (a transaction still running
--- then is in a later one). No batch open: one is taken now, the snapshot of this
--- statement, which sees exactly the events visible in it. Within a batch, events come
--- in (event_xid, job id) order; the position is the last one read. A call that reads
--- fewer than $2 has read the batch to its end: the batch becomes `passed`, and the next
--- call takes a new one. A snapshot leaves the caller's own transaction out of its list of
--- those in progress (it is neither visible nor running to itself): the batch is taken with
--- it put back in, or the events the caller's transaction writes after this read would be
--- "visible" in the batch, and so passed, without ever being read
--- (tests/isolation/specs/outbox-own-transaction.spec).
+-- consumer's batch after its read position, and the position moved past them. A batch
+-- is the events visible in `batch` and not in `passed` (the last batch's), so each event
+-- is in exactly one batch whatever order their transactions committed in (decision
+-- 0011). No batch open: this statement's snapshot is taken as one, with the caller's own
+-- transaction counted as in progress (tests/isolation/specs/outbox-own-transaction.spec).
+-- A call that reads fewer than $2 ends the batch: it becomes `passed`.
 WITH reader AS MATERIALIZED (
     SELECT consumer, passed,
            coalesce(batch, (SELECT (least(pg_catalog.pg_snapshot_xmin(now.s), coalesce(now.own, pg_catalog.pg_snapshot_xmin(now.s)))::pg_catalog.text OPERATOR(pg_catalog.||) ':'

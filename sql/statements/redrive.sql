@@ -1,14 +1,9 @@
 --- params: ids int8[], now timestamptz
 --- columns: id, new_id, created, transaction_id, queue
--- sendjobs_redrive (src/redrive.rs), second statement: each failed job among $1,
--- locked by redrive_lock.sql in this transaction, is sent again as a new job due at $2:
--- same queue, payload, transaction_id, max_attempts, ordering key and priority, no idempotency key (the failed
--- job, kept as history, keeps its own), redrive_of naming the failed job. A job already
--- redriven (its new job in either table) keeps its first new job, which is returned
--- again. The unique indexes on redrive_of (one per table) stand behind the lock.
--- Rows: the failed job, its new job, whether this statement created it, the
--- transaction_id and the queue. Jobs of $1 that are not failed have no row:
--- src/redrive.rs says why.
+-- sendjobs_redrive (src/redrive.rs), second statement: each failed job of $1, locked by
+-- redrive_lock.sql, sent again as a new job due at $2, redrive_of naming it (no
+-- idempotency key: the failed job keeps its own). A job redriven before returns its
+-- first new job. Jobs of $1 that are not failed have no row (src/redrive.rs).
 WITH failed AS MATERIALIZED (
     SELECT id, queue, payload, transaction_id, max_attempts, ordering_key, priority FROM @extschema@.send_jobs_finished
      WHERE id = ANY ($1) AND status = 'failed'
@@ -24,8 +19,7 @@ created AS (
      ORDER BY id
  RETURNING id, redrive_of
 ),
--- A failed job that stopped its ordering key hands the key to its new job, which goes
--- first (sendjobs_blocked_keys, claim.sql).
+-- A failed job that stopped its key hands it to its new job.
 handed AS (
     UPDATE @extschema@.sendjobs_blocked_keys AS blocked SET job_id = created.id
       FROM created

@@ -1,13 +1,9 @@
 --- params: ids int8[]
 --- columns: id
--- sendjobs_redrive (src/redrive.rs), first of two statements: lock each failed job among
--- $1, in id order, by an UPDATE that changes nothing. A redrive of the same job
--- in another transaction waits here until that one ends; then, under READ COMMITTED, the
--- next statement's snapshot sees the job it created (in send_jobs or, already finished,
--- in send_jobs_finished), and under REPEATABLE READ or SERIALIZABLE this update fails
--- with 40001 (the row changed since the snapshot). A SELECT ... FOR UPDATE would not
--- fail there, and no unique index spans the two tables that the new job may be in.
--- Failed jobs are all in send_jobs_finished (its CHECK).
+-- sendjobs_redrive (src/redrive.rs), first: lock each failed job of $1, in id order, by
+-- an UPDATE that changes nothing: a concurrent redrive waits, then sees the new job
+-- (READ COMMITTED) or fails with 40001, which FOR UPDATE alone would not; no unique
+-- index spans the two tables the new job may be in.
 UPDATE @extschema@.send_jobs_finished AS job
    SET status = job.status
   FROM (SELECT id FROM @extschema@.send_jobs_finished

@@ -1,30 +1,13 @@
 --- params: now timestamptz, send_jobs oid
 --- columns: queue, ready, scheduled, in_flight, expired, at_last_attempt, oldest_ready_age, sent_5m, failed_5m, cancelled_5m, estimated, dead_tuples, oldest_xmin_age, oldest_xmin_xids, paused, max_in_flight, rate, tokens
 -- sendjobs_stats (src/stats.rs): one row per queue with unfinished jobs or events in the
--- last 5 minutes; $1 now, $2 send_jobs (its oid). Its cost is bounded whatever the
--- backlog and the throughput (docs/decisions/0010-stats-exact-up-to-10000.md; the plan is checked by
--- src/tests/plans.rs). Counts are exact
--- up to 10,000; above, they may be estimated from a sample:
---   * A sample: 2,048 ids (1,024 event_xids for events) drawn at random, one in each of
---     as many equal slices of the ids that can hold what is counted, each looked up by
---     an index. A count is then hits x slice width; its error is about 1/sqrt(hits).
---     Counting 1,000,000 index entries exactly takes about 100 ms on a 2-core machine,
---     the sample about 10 ms.
---   * Ready and scheduled jobs, per queue: up to 1,001 entries of the pending index (in
---     claim order, on each side of $1) are counted. Past 1,000, the sample runs, and a count it puts above 30,000 from at
---     least 64 hits is taken from it (for a count of 10,000 or less, 64 hits would be
---     three times the hits expected at the least: that does not happen by chance). Any
---     other is counted up to 10,001 entries: exact up to 10,000, the sample's above.
---   * The events of the last 5 minutes: counted one by one while there are at most
---     10,000; else the failed and cancelled ones through their own index (exact up to
---     10,000), the sent ones (and more failed or cancelled) from a sample.
---   * The queue's in-flight jobs are few (workers x batch) and always counted, through
---     send_jobs_lease_idx.
--- Every job counted as ready, scheduled or held is unfinished: only send_jobs itself is
--- read for them (ONLY); the events are read from send_jobs_finished by its indexes.
--- The table-wide figures (send_jobs' own dead tuples, what holds vacuum back) repeat on
--- every row. They are read as the extension's owner, who sees every backend in
--- pg_stat_activity.
+-- last 5 minutes; $1 now, $2 send_jobs' oid. Its cost is bounded whatever the backlog:
+-- each count is exact up to 10,000 and may be estimated from a sample above, one id
+-- drawn in each of as many equal slices, a count being hits x slice width (decision
+-- 0010; the rules: docs/reference.md, sendjobs_stats; the plan: src/tests/plans.rs).
+-- Unfinished jobs are read from send_jobs alone (ONLY), events from send_jobs_finished
+-- by its indexes, the jobs in flight through send_jobs_lease_idx (few). The table-wide
+-- figures repeat on every row, read as the extension's owner.
 WITH RECURSIVE pending_queues AS (
     -- A skip scan: one descent of the pending index per queue.
     SELECT pg_catalog.min(queue) AS queue FROM ONLY @extschema@.send_jobs WHERE status = 'pending'
@@ -35,15 +18,10 @@ WITH RECURSIVE pending_queues AS (
      WHERE seen.queue IS NOT NULL
 ),
 pending_cells AS (
-    -- Per queue and range of the claim order (ahead: up to $1, behind: after it), up to
-    -- 1,001 entries in index order, their count, how many are due (all of the ahead range
-    -- but a job whose head start reaches before a due time still to come: claim.sql; none
-    -- of the behind range), the lowest id among them (where the sample's slices start).
-    -- Each range is bounded on one side only, by $1, in a branch of its own (the other
-    -- branch's one-time filter is false): with both bounds unknown to the generic plan,
-    -- the planner took a range for 0.5% of a queue's rows, chose a bitmap scan of the
-    -- whole range and a sort over the index order, and with 1,000,000 pending jobs in 10
-    -- queues the stats took 790 ms instead of 60 (src/tests/plans.rs).
+    -- Per queue and side of $1 in claim order (ahead: the due jobs, and those whose head
+    -- start reaches before a due time still to come; behind: scheduled), up to 1,001
+    -- entries: their count, the due ones, the lowest id. Each side in a branch of its
+    -- own, bounded by $1 alone, so the generic plan keeps the index order (decision 0010).
     SELECT q.queue, state.ready, first.n, first.n_due, first.low_id, first.oldest_due
       FROM pending_queues AS q
      CROSS JOIN (VALUES (true), (false)) AS state(ready)
@@ -65,10 +43,8 @@ pending_cells AS (
      WHERE q.queue IS NOT NULL
 ),
 pending_slices AS (
-    -- Only when a count passed 1,000: the ids from the lowest one seen by such a count
-    -- to the highest id. A pending job of such a queue with a lower id (created before,
-    -- due after the first 1,001 of its state) is outside the slices: the sample leaves
-    -- it out.
+    -- Only when a count passed 1,000: the ids from the lowest such a count saw to the
+    -- highest (an older pending job due after its state's first 1,001 is left out).
     SELECT low, (high - low) / 2048.0 AS width
       FROM (SELECT pg_catalog.min(low_id) FILTER (WHERE n > 1000) AS low,
                    (SELECT pg_catalog.max(id) + 1 FROM ONLY @extschema@.send_jobs) AS high
@@ -76,19 +52,15 @@ pending_slices AS (
      WHERE low IS NOT NULL
 ),
 pending_sampled AS (
-    -- Each sampled job counted in its cell (ready: ahead of $1 in claim order, as the
-    -- cells are cut) and by whether it is due: a cell ahead of $1 holds the due jobs and
-    -- those whose head start reaches before a due time still to come; a cell after it,
-    -- scheduled jobs only.
+    -- Each sampled job counted in its cell, and by whether it is due.
     SELECT job.queue, job.ahead AS ready, pg_catalog.count(*) AS hits,
            pg_catalog.count(*) * pg_catalog.max(r.width) AS estimate,
            pg_catalog.count(*) FILTER (WHERE job.due) * pg_catalog.max(r.width) AS due_estimate
       FROM pending_slices AS r
      CROSS JOIN LATERAL (SELECT r.low + pg_catalog.floor((slice + pg_catalog.random()) * r.width)::int8 AS id
                            FROM pg_catalog.generate_series(0, 2047) AS slice) AS sampled
-     -- One probe of the primary key per sampled id, whatever the table's size. OFFSET 0
-     -- keeps the planner from making the probes a hash join, which reads send_jobs whole:
-     -- it did so once send_jobs held only the unfinished jobs (48,000 in the plan test).
+     -- OFFSET 0: one probe of the primary key per sampled id, never a hash join that
+     -- reads send_jobs whole (decision 0010)
      CROSS JOIN LATERAL (SELECT job.queue, job.next_attempt_at <= $1 AS due,
                                 pg_catalog.timezone(interval '0', job.next_attempt_at) - pg_catalog.make_interval(mins => job.priority) <= pg_catalog.timezone(interval '0', $1) AS ahead
                            FROM ONLY @extschema@.send_jobs AS job
@@ -97,8 +69,7 @@ pending_sampled AS (
      GROUP BY 1, 2
 ),
 pending_counted AS (
-    -- The cells past 1,000 the sample does not put clearly above 10,000: up to 10,001
-    -- (each range in a branch of its own, as pending_cells says why).
+    -- The cells past 1,000 the sample does not put clearly above 10,000: up to 10,001.
     SELECT c.queue, c.ready, counted.n, counted.n_due
       FROM pending_cells AS c
       LEFT JOIN pending_sampled AS s ON s.queue = c.queue AND s.ready = c.ready
@@ -116,9 +87,8 @@ pending_counted AS (
      WHERE c.n > 1000 AND NOT (coalesce(s.hits, 0) >= 64 AND s.estimate > 30000)
 ),
 pending_cell_counts AS (
-    -- Exact up to 10,000 entries: the due ones are ready, the others scheduled. Past that,
-    -- the cell's estimate from the sample, split into due and not due; the cell's total
-    -- never below the 10,001 counted (a cell after $1 holds scheduled jobs only).
+    -- Exact up to 10,000; past that, the sample's estimate, never below the 10,001
+    -- counted.
     SELECT c.queue, c.oldest_due, counts.ready, counts.scheduled,
            c.n > 1000 AND coalesce(k.n, 10001) > 10000 AS estimated
       FROM pending_cells AS c
@@ -155,14 +125,10 @@ held AS (
      WHERE lease_expires_at IS NOT NULL
      GROUP BY queue
 ),
--- Events: the finished jobs of send_jobs_finished (each its own event), found by the
--- transaction that finished them (event_xid), whose order is the order they finished in,
--- give or take transactions that ran at the same time (or one that took its xid long
--- before it finished a job: its events can be missed by the window).
+-- Events: send_jobs_finished's rows, in the order of the transactions that finished
+-- them (event_xid), give or take transactions that ran at the same time.
 event_search (low, high) AS (
-    -- Where the window starts among the event_xids (as int8: an xid8 with its epoch),
-    -- found by halving (about 25 probes of send_jobs_finished_event_xid_idx). It ends
-    -- with the first event_xid of the window at low or just after it.
+    -- Where the 5-minute window starts among the event_xids (as int8), found by halving.
     SELECT (SELECT job.event_xid::text::int8 FROM @extschema@.send_jobs_finished AS job
              ORDER BY job.event_xid LIMIT 1),
            (SELECT job.event_xid::text::int8 + 1 FROM @extschema@.send_jobs_finished AS job
@@ -186,14 +152,8 @@ event_window AS (
               FROM event_search AS s WHERE s.high - s.low <= 1 LIMIT 1) AS found
 ),
 window_recent AS MATERIALIZED (
-    -- The window's events, up to 10,001, in event_xid order, read from
-    -- send_jobs_finished_event_xid_idx from the window's first xid on: the bound is a
-    -- value computed once (not a join, which the planner turned into a filter over the
-    -- whole index), and the ORDER BY keeps the index's order (without it, the generic
-    -- plan took a third of the history for the window and a sequential scan for the
-    -- quickest way to 10,001 of them). Either way it read 10,000,000 finished jobs for
-    -- the 3,235 at their end: 900-2,800 ms (the console's page timings,
-    -- tests/console/timing.py).
+    -- The window's events, up to 10,001, read from send_jobs_finished_event_xid_idx from
+    -- a bound computed once, in index order (decision 0010).
     SELECT job.queue, job.status
       FROM @extschema@.send_jobs_finished AS job
      WHERE job.event_xid >= (SELECT w.first_xid FROM event_window AS w)::text::xid8
@@ -215,8 +175,7 @@ events_counted AS (
      GROUP BY job.queue
 ),
 unsent_recent AS MATERIALIZED (
-    -- More: the failed and cancelled ones, up to 10,001, through the index that holds
-    -- only them...
+    -- Else the failed and cancelled ones, up to 10,001, through their own index...
     SELECT job.queue, job.status
       FROM @extschema@.send_jobs_finished AS job
      WHERE NOT (SELECT exact FROM window_total)
@@ -235,11 +194,8 @@ unsent_counted AS (
      GROUP BY queue
 ),
 events_sampled AS (
-    -- ... and a sample for the rest: 1,024 event_xids drawn one in each of as many equal
-    -- slices of the window's, each looked up in send_jobs_finished_event_xid_idx. An xid
-    -- finishes any number of jobs (a batch finalize: up to its batch; a claim's xid:
-    -- none), so an estimate is the jobs found x slice width. Slices narrower than one xid
-    -- draw the same xid again: it is looked up once and counted for each of them.
+    -- ... and a sample for the rest: one event_xid in each of 1,024 slices of the window.
+    -- An xid finishes any number of jobs; one drawn by several slices is looked up once.
     SELECT job.queue,
            pg_catalog.sum(sampled.slices) FILTER (WHERE job.status = 'sent') * pg_catalog.max(w.width) AS sent,
            pg_catalog.sum(sampled.slices) FILTER (WHERE job.status = 'failed') * pg_catalog.max(w.width) AS failed,
@@ -250,8 +206,7 @@ events_sampled AS (
                            FROM (SELECT (w.low + pg_catalog.floor((slice + pg_catalog.random()) * w.width)::int8)::text::xid8 AS xid
                                    FROM pg_catalog.generate_series(0, 1023) AS slice) AS drawn
                           GROUP BY drawn.xid) AS sampled
-     -- OFFSET 0: one probe of the index per sampled xid, never a join that reads the
-     -- history whole (pending_sampled says why).
+     -- OFFSET 0: one probe of the index per sampled xid (pending_sampled says why)
      CROSS JOIN LATERAL (SELECT job.queue, job.status FROM @extschema@.send_jobs_finished AS job
                           WHERE job.event_xid = sampled.xid
                             AND job.finished_at > $1 - interval '5 minutes'
@@ -292,9 +247,8 @@ SELECT q.queue,
        coalesce(p.ready, 0) AS ready, coalesce(p.scheduled, 0) AS scheduled,
        coalesce(h.in_flight, 0) AS in_flight, coalesce(h.expired, 0) AS expired,
        coalesce(h.at_last_attempt, 0) AS at_last_attempt,
-       -- A job due at -infinity (enqueued before 0.2.1 refused it) is as old as the
-       -- earliest timestamp there is: subtracting -infinity fails (22008), and one such
-       -- job made every call fail (tests/pg_regress/sql/stats.sql).
+       -- a job due at -infinity (before 0.2.1) is as old as the earliest timestamp
+       -- (tests/pg_regress/sql/stats.sql)
        CASE WHEN p.oldest_due <= $1
             THEN $1 - greatest(p.oldest_due, '4714-11-24 00:00:00+00 BC'::pg_catalog.timestamptz) END
            AS oldest_ready_age,
@@ -302,8 +256,7 @@ SELECT q.queue,
        coalesce(f.cancelled, 0) AS cancelled_5m,
        coalesce(p.estimated, false) OR NOT coalesce(w.exact, true) AS estimated,
        v.dead_tuples, v.oldest_xmin_age, v.oldest_xmin_xids,
-       -- Flow control (src/flow.rs): the cap's use is in_flight; the bucket's tokens as
-       -- the next claim would find them (refilled since its last claim).
+       -- flow control (src/flow.rs): the tokens as the next claim would find them
        coalesce(s.paused, false) AS paused, s.max_in_flight, s.rate,
        least(s.burst, s.tokens + s.rate * greatest(0, pg_catalog.date_part('epoch', $1 - s.tokens_at))) AS tokens
   FROM (SELECT queue FROM pending UNION SELECT queue FROM held UNION SELECT queue FROM finished) AS q
