@@ -619,8 +619,7 @@ impl ClaimRows {
                 ));
             }
         }
-        // In claim order (the statement leaves it to us: a sort node of its own cost a
-        // claim of one job 3% of its instructions).
+        // In claim order (the statement leaves it to us, which costs less: decision 0014).
         jobs.sort_unstable_by_key(|(order, _)| *order);
         read.jobs = jobs.into_iter().map(|(_, job)| job).collect();
         steps.sort_unstable_by_key(|(at, _, _)| *at);

@@ -257,10 +257,9 @@ fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
 // Which queues have flow control, as a claim's first pass needs to know (src/claim.rs:
 // it leaves them out, to be claimed one by one under their locks). Read from
 // sendjobs_queues once, then kept by each backend until a change commits: reading it in
-// every claim's statement cost a claim from any queue about 25 us of CPU in 180 at
-// batch 1 and 20 in 350 at batch 10, on PostgreSQL 18 (BENCHMARKS.md, "Where a queue
-// without settings pays"). What keeps the kept list true (decision 0013, "Which queues
-// have flow control"):
+// every claim's statement was the largest cost flow control added to a claim from any
+// queue (decision 0013, "Where a queue without settings pays"). What keeps the kept list
+// true (decision 0013, "Which queues have flow control"):
 // - a change (sendjobs_pause, sendjobs_resume, sendjobs_limit) invalidates the
 //   relation's cache entry in every backend when it commits (this backend's list at
 //   once, and again if its transaction aborts); the callback below counts those

@@ -11,13 +11,11 @@ use pgrx::prelude::*;
 /// it (its expired-lease branch reads send_jobs_lease_idx, whose predicate is the lease).
 ///
 /// A function, and one CHECK per table, for speed: Postgres reads every CHECK of a table
-/// back from its stored node text, and plans it, in each statement that writes a row. Six
-/// CHECK expressions were about a tenth of a single-row UPDATE's time (perf); this call is
-/// a fifth of their text and leaves the planner nothing to fold. A CHECK of its own for
-/// send_jobs' statuses (`status IN (...)`) cost every claim, retry and enqueue about
-/// 30,000 instructions (of a claim of one job's 450,000: callgrind; BENCHMARKS.md,
-/// "Instructions per job"), hence `live`. (The history's CHECK still lists its statuses,
-/// for the planner: sql/job_state.sql.)
+/// back from its stored node text, and plans it, in each statement that writes a row. This
+/// call is a fifth of six CHECK expressions' text and leaves the planner nothing to fold;
+/// `live` spares send_jobs a CHECK of its own for its statuses (decision 0014, "One CHECK
+/// a table"). (The history's CHECK still lists its statuses, for the planner:
+/// sql/job_state.sql.)
 #[allow(clippy::too_many_arguments)]
 #[pg_extern(immutable, parallel_safe, name = "sendjobs_job_state_is_valid")]
 fn job_state_is_valid(

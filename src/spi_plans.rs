@@ -185,13 +185,12 @@ pub fn owner_scope(client: &SpiClient<'_>) -> Result<Scope> {
 /// Why generic plans: the plan cache re-plans a statement for its parameter values
 /// ("custom plan") whenever that looks cheaper than the generic plan, and for these
 /// statements it nearly always does (a 1-element array, a LIMIT of 1), so every call
-/// paid for planning (about 0.1 ms, more than executing). Their generic plans are
+/// paid for planning, more than executing (decision 0009). Their generic plans are
 /// index-ordered and independent of the values (src/tests/plans.rs checks the claim's
 /// under a 1,000,000-row backlog).
 ///
 /// Why no parallel workers: every statement of ours reads a bounded number of rows, and
-/// starting workers costs more than that (sendjobs_stats spent 8 ms launching two
-/// workers to count an empty 5-minute window: docs/decisions/0010-stats-exact-up-to-10000.md).
+/// starting workers costs more than that (decision 0010).
 pub fn within<R>(scope: Scope, f: impl FnOnce() -> Result<R>) -> Result<R> {
     within_planned(scope, Planning::Generic, f)
 }
@@ -204,17 +203,13 @@ pub enum Planning {
     /// Once, for any values, by index scans alone (bitmap and sequential scans off): a
     /// statement each of whose scans has an index made for it, and must follow that
     /// index's order and stop at its limit whatever the statistics say: the claims'
-    /// (claim_shares.sql: with statistics taken before a burst, a queue's share was read
-    /// by a bitmap scan of its whole backlog, then sorted, 10,003 index entries for a
-    /// claim of 10; with bitmap scans alone off, its expired branch read a table never
-    /// analyzed sequentially; claim.sql's one_queue, planned for its values, read a burst
-    /// by a bitmap scan and sorted it; src/tests/plans.rs, decision 0019).
+    /// (claim_shares.sql, claim.sql's one_queue: with statistics taken before a burst,
+    /// other plans read the burst by a bitmap scan and sorted it; src/tests/plans.rs,
+    /// decision 0019).
     IndexOrdered,
     /// For the values of each call: a statement whose best plan depends on how many ids
-    /// it is given, where a generic plan assumes ten elements of an array parameter.
-    /// sendjobs_redrive among 100,000 finished jobs (one session, psql \timing): 1,000
-    /// ids 30 ms and 10,000 ids 213 ms planned for the values, 34 and 365 ms with 0.2.0's
-    /// generic plan.
+    /// it is given, where a generic plan assumes ten elements of an array parameter
+    /// (sendjobs_redrive's: decision 0009, "Notes from the code").
     ForTheValues,
 }
 

@@ -167,7 +167,7 @@ mod tests {
 
     /// The same, in a table never analyzed (a new install's first burst): with no
     /// statistics the expired leases' branch read the table sequentially when bitmap scans
-    /// alone were set off for the claim (100,004 rows, 17 ms a claim: bench/neighbours.sh).
+    /// alone were set off for the claim (decision 0019).
     #[pg_test]
     fn a_burst_costs_a_claim_from_any_queue_nothing_without_statistics() {
         one_at_a_time();
@@ -308,8 +308,7 @@ mod tests {
     /// one queue: the first claim takes 10 of those and marks the line as waiting; the
     /// next claims' statement (claim_keyed.sql, as src/claim.rs runs it) then examines
     /// about its batch in rows of send_jobs_pending_keyed_queue_idx, not the line (every
-    /// claim examined 20,000 rows before, and passed over each: 318 ms a claim in the
-    /// issue's test).
+    /// claim examined the line before, and passed over each job: decision 0020).
     #[pg_test]
     fn a_long_line_under_one_key_costs_the_ordered_claims_nothing() {
         one_at_a_time();
@@ -562,11 +561,11 @@ mod tests {
     /// runs too), each part reads the index made for it under the generic plan it runs
     /// with, and neither table is read whole. The first count of each queue's pending
     /// jobs (pending_cells) reads the pending index in claim order and stops at its limit:
-    /// a bitmap scan reads every entry of the queue's range and sorts them (with 10 queues
-    /// and 1,000,000 pending jobs it did, 790 ms, the planner taking a range between two
-    /// bounds it did not know for 0.5% of the rows). (The second count, pending_counted,
-    /// runs only on ranges the sample does not put above 30,000, and may.) (Its time on a 1,000,000-job backlog is measured by
-    /// bench/lifecycle.sh: BENCHMARKS.md, "`sendjobs_stats` after the split".)
+    /// a bitmap scan reads every entry of the queue's range and sorts them (the planner
+    /// chose one for bounds it did not know: decision 0010, "Notes from the statements").
+    /// (The second count, pending_counted, runs only on ranges the sample does not put
+    /// above 30,000, and may.) (Its time on a large backlog: bench/lifecycle.sh; decision
+    /// 0010, "`sendjobs_stats` after the split".)
     #[pg_test]
     fn stats_read_the_backlog_through_its_indexes() {
         one_at_a_time();
