@@ -19,7 +19,10 @@ the ```text block right after it must be exactly what psql printed. Then:
   * BENCHMARKS.md, the current figures, stays under 25,000 bytes (older runs go to the
     decision records, under "Measurements");
   * every relative link of the repository's pages to a page exists, and its #anchor is a
-    heading of that page.
+    heading of that page;
+  * sql/statements/ holds at most 0.25 comment lines per line of SQL, and no comment block
+    (a file's header, a variant's) of more than 15 lines: the figures live in the
+    decision records.
 
 First, the ```sql blocks of the README's "## Quick look" section run the same way, in
 order, in one psql session as a superuser on a fresh database of their own: each must
@@ -303,6 +306,48 @@ def broken_links():
     return broken
 
 
+STATEMENTS = os.path.join(ROOT, "sql", "statements")
+MARKER = re.compile(r"--- (params:|columns:|variant |end$)")
+COMMENTS_PER_SQL_LINE = 0.25
+HEADER_LINES = 15
+
+
+def comment_weight():
+    """sql/statements/ says what and why in a few lines and cites the decision records,
+    which hold the figures (issue 43): the comment lines per line of SQL over the folder (a
+    line that starts with `--`, but for the markers `--- params:`, `--- columns:`,
+    `--- variant`, `--- end`; a blank line counts as neither), and the longest comment
+    block, counted between two lines of SQL (a file's header, a variant's). Its failures,
+    and the figures."""
+    comments = sql = 0
+    longest, where = 0, None
+    for name in sorted(os.listdir(STATEMENTS)):
+        if not name.endswith(".sql"):
+            continue
+        with open(os.path.join(STATEMENTS, name)) as f:
+            lines = [line.strip() for line in f]
+        block = 0
+        for code in lines + [None]:
+            if code and MARKER.match(code):
+                continue
+            if code and code.startswith("--"):
+                comments += 1
+                block += 1
+            elif code != "":
+                sql += code is not None
+                if block > longest:
+                    longest, where = block, name
+                block = 0
+    density = comments / sql
+    figures = f"sql/statements/: {comments} comment lines, {sql} of SQL ({density:.2f}); longest header {longest}"
+    failures = []
+    if density > COMMENTS_PER_SQL_LINE:
+        failures.append(f"{figures}: more than {COMMENTS_PER_SQL_LINE} comment lines per line of SQL")
+    if longest > HEADER_LINES:
+        failures.append(f"sql/statements/{where}: a comment block of {longest} lines (at most {HEADER_LINES})")
+    return failures, figures
+
+
 def main(argv):
     update = "--update" in argv
     with open(README) as f:
@@ -336,6 +381,9 @@ def main(argv):
         failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
     failures += benchmarks_size()
     failures += broken_links()
+    weight, figures = comment_weight()
+    print(figures, flush=True)
+    failures += weight
     for failure in failures:
         print(failure, file=sys.stderr)
     print(
