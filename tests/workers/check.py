@@ -22,7 +22,12 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
     within 15 s (it claims again while its claims take jobs);
   * through the pooler, two workers (one sending, one idle) get SIGTERM while the pooler
     refuses their database: both must exit 0 within a lease and a few seconds; and the
-    same through a proxy that stops forwarding (a server that no longer answers).
+    same through a proxy that stops forwarding (a server that no longer answers);
+  * for each worker, the Rust crate's too (its examples/env_worker.rs), failovers:
+    the wake-up connection's socket hung by a proxy (with a 30 s poll, a job enqueued then
+    is sent, and wake-ups come again on a new connection, within 10 s); and a connection
+    string whose first host is a standby of the cluster (pg_basebackup), the primary
+    second: the worker's job is sent, through the primary.
 
 Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a worker
 session of their own (workers/rust/tests/live.rs); and the crate's TLS test, with TLS
@@ -35,7 +40,7 @@ generation; B counted a stale answer; A reconnected; the send that outlived A's
 connection was finalized on the new one (its job needed one attempt); the jobs of its
 batch were finalized before its send ended.
 
-    python3 tests/workers/check.py [--workers python,node] [--routes direct,pgbouncer]
+    python3 tests/workers/check.py [--workers python,node,rust] [--routes direct,pgbouncer]
 """
 
 import argparse
@@ -50,11 +55,12 @@ import sys
 import tempfile
 import threading
 import time
+import types
 
 import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from cluster import as_owner, free_port, make_tls_files, IS_ROOT  # noqa: E402
+from cluster import Cluster, Workdir, as_owner, free_port, make_tls_files, IS_ROOT  # noqa: E402
 from soak.partner import Partner  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -63,6 +69,8 @@ WORKERS = {
     "python": None,
     # the bin of the package that node_package() installs into a project
     "node": None,
+    # the crate's example worker configured by the environment, which rust_program() builds
+    "rust": None,
 }
 JOBS = 300
 LEASE_SECONDS = 2
@@ -465,10 +473,13 @@ def stop_while_away(worker, partner, bouncer):
 class FrozenProxy:
     """A TCP proxy to the cluster that can stop forwarding without closing anything: a
     server that stopped answering (a partition, a hung host), as no refusal or reset
-    shows it."""
+    shows it. `frozen` holds every connection; `freeze(client_port)` one: the one whose
+    backend sees it coming from that port (pg_stat_activity.client_port), the proxy's own
+    end of it."""
 
     def __init__(self):
         self.frozen = threading.Event()
+        self.by_port = {}  # the port of the proxy's end of each connection to the server: its Event
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self.accept, daemon=True).start()
@@ -480,13 +491,17 @@ class FrozenProxy:
                 server = socket.create_connection(("127.0.0.1", int(os.environ["PGPORT"])))
             except OSError:
                 return
+            held = self.by_port[server.getsockname()[1]] = threading.Event()
             for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=self.pipe, args=(src, dst), daemon=True).start()
+                threading.Thread(target=self.pipe, args=(src, dst, held), daemon=True).start()
 
-    def pipe(self, src, dst):
+    def freeze(self, client_port):
+        self.by_port[client_port].set()
+
+    def pipe(self, src, dst, held):
         try:
             while data := src.recv(65536):
-                while self.frozen.is_set():  # hold it: never forward, never close
+                while self.frozen.is_set() or held.is_set():  # hold it: never forward, never close
                     time.sleep(0.05)
                 dst.sendall(data)
         except OSError:
@@ -520,6 +535,158 @@ def stop_while_frozen(worker, partner):
         )
     finally:
         proxy.close()
+
+
+def wait_for_row(conn, query, params, within, what):
+    """The first row of `query` once it has one, within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        row = conn.execute(query, params).fetchone()
+        if row:
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def worker_env(name, dsn, partner, **settings):
+    return dict(os.environ, DATABASE_URL=dsn, PARTNER_URL=partner.url, WORKER_NAME=name, **settings)
+
+
+def stopped(process, what):
+    """SIGTERM: the worker must exit 0 within 10 s; its counters."""
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=10)
+    assert process.returncode == 0, f"{what}: the worker exited with {process.returncode}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def hung_listen(worker, partner):
+    """The wake-up connection's socket hangs rather than closes: every connection of the
+    worker goes through a FrozenProxy, which freezes only the one that LISTENs (found by its
+    backend's client_port: the Rust crate's one connection, which also claims). With a
+    30 s poll, a job enqueued at the freeze must be sent within 10 s (the check gave the
+    connection up, and the worker claimed at once), a new connection must LISTEN within
+    10 s of the freeze, and a job enqueued then must be sent within 2 s (woken, not
+    polled)."""
+    name = f"workers_{worker}_hung"
+    db, _ = fresh_database(name)
+    db.execute("SELECT sendjobs_notify('q', true)")
+    proxy = FrozenProxy()
+    dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}"
+    env = worker_env(name, dsn, partner, QUEUE="q", POLL_SECONDS="30", LISTEN="1")
+    # The connection that has run its LISTEN: its last statement is the LISTEN or the
+    # check, which the claims' connection runs neither of; for the Rust crate, its one
+    # connection once it runs anything but the read-write check that comes before.
+    listening = "SELECT pid, client_port FROM pg_stat_activity WHERE application_name = %s AND state = 'idle' AND " + (
+        "query NOT IN ('', 'SHOW transaction_read_only')"
+        if worker == "rust"
+        else "query IN ('LISTEN sendjobs_wakeup', 'SELECT 1')"
+    )
+    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        pid, port = wait_for_row(db, listening, (name,), 15, "the worker's LISTEN")
+        proxy.freeze(port)
+        frozen_at = time.monotonic()
+        db.execute("SELECT sendjobs_enqueue('{}', 'q')")
+        wait_until(
+            db,
+            "SELECT bool_and(status = 'sent') FROM send_jobs",
+            10,
+            "the job enqueued at the freeze (its wake-up is held; the poll is 30 s): the worker "
+            "did not give up its hung wake-up connection and claim",
+        )
+        claimed_after = time.monotonic() - frozen_at
+        wait_for_row(
+            db,
+            listening + " AND pid <> %s",
+            (name, pid),
+            max(0.1, 10 - claimed_after),
+            "a new wake-up connection within 10 s of the freeze",
+        )
+        listening_after = time.monotonic() - frozen_at
+        enqueued = time.monotonic()
+        db.execute("SELECT sendjobs_enqueue('{}', 'q')")
+        wait_until(db, "SELECT bool_and(status = 'sent') FROM send_jobs", 2, "a wake-up on the new connection")
+        woken_after = time.monotonic() - enqueued
+        counters = stopped(process, "hung LISTEN")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        proxy.close()
+        db.close()
+    print(
+        f"   {worker} hung LISTEN: the job enqueued at the freeze sent after {claimed_after:.2f} s, listening "
+        f"again after {listening_after:.2f} s, then a job sent {woken_after:.2f} s after its enqueue; {counters}",
+        flush=True,
+    )
+
+
+def make_standby():
+    """A standby of the cluster (pg_basebackup, streaming), with the database
+    `workers_readonly` and the extension in it: the read-only host of read_only_first."""
+    db, _ = fresh_database("workers_readonly")
+    db.close()
+    workdir = Workdir("sendjobs-standby")
+    standby = Cluster(workdir.path, name="standby")
+    try:
+        standby.basebackup(types.SimpleNamespace(port=int(os.environ["PGPORT"])))
+        standby.start()
+    except Exception:
+        standby.shutdown_quietly("immediate")
+        workdir.remove()
+        raise
+    return standby, workdir
+
+
+def read_only_first(worker, partner, standby):
+    """After a failover a host list may name a standby, or a demoted primary, first: the
+    worker's connection string names the standby, then the primary (libpq's form for the
+    Python and Rust workers, a URL with both hosts for the Node.js one). Its job, enqueued
+    on the primary, must be sent within 10 s, and no connection of it stays on the
+    standby."""
+    name = f"workers_{worker}_readonly"
+    db = psycopg.connect(dbname="workers_readonly", autocommit=True)
+    ro = psycopg.connect(host="127.0.0.1", port=standby.port, dbname="workers_readonly", autocommit=True)
+    primary = os.environ["PGPORT"]
+    if worker == "node":
+        dsn = f"postgresql://postgres@127.0.0.1:{standby.port},127.0.0.1:{primary}/workers_readonly"
+    else:
+        dsn = f"host=127.0.0.1,127.0.0.1 port={standby.port},{primary} dbname=workers_readonly user=postgres"
+    queue = f"ro_{worker}"
+    [(job,)] = db.execute("SELECT sendjobs_enqueue('{}', %s)", (queue,)).fetchall()
+    started = time.monotonic()
+    env = worker_env(name, dsn, partner, QUEUE=queue, POLL_SECONDS="0.2", LISTEN="1")
+    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert ro.execute("SELECT pg_is_in_recovery()").fetchone()[0], "the standby is not in recovery"
+        wait_until(
+            db,
+            f"SELECT status = 'sent' FROM send_jobs WHERE id = {job}",
+            10,
+            "the job, by a worker whose first host is a standby",
+        )
+        elapsed = time.monotonic() - started
+        on_primary = db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,))
+        assert on_primary.fetchone()[0] >= 1, "the worker has no connection to the primary"
+        wait_until(
+            ro,
+            f"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = '{name}'",
+            2,
+            "the worker's connections to the standby to end",
+        )
+        counters = stopped(process, "read-only host first")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        db.close()
+        ro.close()
+    print(
+        f"   {worker} read-only host first: its job sent {elapsed:.2f} s after its start, through the "
+        f"second host; {counters}",
+        flush=True,
+    )
 
 
 # The Rust crate's tests that need neither LISTEN nor a worker's session by name (the
@@ -771,9 +938,18 @@ def node_package(project):
     )
 
 
+def rust_program():
+    """The Rust crate's env_worker example (workers/rust/examples): the crate's worker
+    configured as the other two programs are, each job sent at once. Only the failover
+    checks run it: the crate's own tests cover the rest (workers/rust/tests/live.rs)."""
+    subprocess.run(["cargo", "build", "-q", "-p", "sendjobs-client", "--example", "env_worker"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    WORKERS["rust"] = [os.path.join(target, "debug", "examples", "env_worker")]
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--workers", default="python,node")
+    p.add_argument("--workers", default="python,node,rust")
     p.add_argument("--routes", default="direct,pgbouncer")
     a = p.parse_args(argv)
     partner = Partner(seed=7)
@@ -781,22 +957,35 @@ def main(argv):
     bouncer = PgBouncer() if "pgbouncer" in a.routes else None
     venv = tempfile.mkdtemp(prefix="sendjobs-venv.")
     project = tempfile.mkdtemp(prefix="sendjobs-npm.")
+    workers = a.workers.split(",")
+    standby = None
     try:
-        python_package(venv)
-        node_package(os.path.join(project, "app"))
-        for worker in a.workers.split(","):
-            for route in a.routes.split(","):
-                scenario(worker, route, partner, bouncer)
-            wakeup(worker, partner)
-            rate_limited(worker, partner)
-            token_back_before_limits(worker, partner)
-            if bouncer:
-                stop_while_away(worker, partner, bouncer)
-            stop_while_frozen(worker, partner)
+        if "python" in workers:
+            python_package(venv)
+        if "node" in workers:
+            node_package(os.path.join(project, "app"))
+        if "rust" in workers:
+            rust_program()
+        standby = make_standby()
+        for worker in workers:
+            if worker != "rust":
+                for route in a.routes.split(","):
+                    scenario(worker, route, partner, bouncer)
+                wakeup(worker, partner)
+                rate_limited(worker, partner)
+                token_back_before_limits(worker, partner)
+                if bouncer:
+                    stop_while_away(worker, partner, bouncer)
+                stop_while_frozen(worker, partner)
+            hung_listen(worker, partner)
+            read_only_first(worker, partner, standby[0])
         if bouncer:
             rust_through_pooler(bouncer)
         rust_over_tls()
     finally:
+        if standby:
+            standby[0].shutdown_quietly("immediate")
+            standby[1].remove()
         if bouncer:
             bouncer.stop()
         partner.stop()
