@@ -27,7 +27,9 @@ tests/workers/check.py`). For each worker and each route, in a database of its o
     the wake-up connection's socket hung by a proxy (with a 30 s poll, a job enqueued then
     is sent, and wake-ups come again on a new connection, within 10 s); and a connection
     string whose first host is a standby of the cluster (pg_basebackup), the primary
-    second: the worker's job is sent, through the primary.
+    second: the worker's job is sent, through the primary; and a primary that turns
+    read-only under the worker (its claims answer 25006) while a second cluster listed
+    after it takes writes: the job enqueued there is sent.
 
 Then, through the pooler, the Rust crate's tests that need neither LISTEN nor a worker
 session of their own (workers/rust/tests/live.rs); and the crate's TLS test, with TLS
@@ -689,6 +691,83 @@ def read_only_first(worker, partner, standby):
     )
 
 
+def make_new_primary():
+    """A second cluster, writable, with the database `workers_demoted` and the extension
+    (as the cluster has too): the new primary of demoted_primary."""
+    db, _ = fresh_database("workers_demoted")
+    db.close()
+    workdir = Workdir("sendjobs-new-primary")
+    cluster = Cluster(workdir.path, name="new-primary")
+    try:
+        cluster.initdb()
+        cluster.start()
+        with psycopg.connect(host="127.0.0.1", port=cluster.port, dbname="postgres", autocommit=True) as admin:
+            admin.execute("CREATE DATABASE workers_demoted")
+        with psycopg.connect(host="127.0.0.1", port=cluster.port, dbname="workers_demoted", autocommit=True) as new:
+            new.execute("CREATE EXTENSION sendjobs")
+    except Exception:
+        cluster.shutdown_quietly("immediate")
+        workdir.remove()
+        raise
+    return cluster, workdir
+
+
+def demoted_primary(worker, partner, new_primary):
+    """A primary demoted under a worker's connection: the worker's connection string
+    names the cluster, then `new_primary`; once it is claiming on the cluster, the cluster
+    turns read-only for every session (default_transaction_read_only, reloaded: its claims
+    now fail with 25006, as on a primary demoted to a standby) and a job is enqueued on
+    the new primary. It must be sent within 10 s: the worker took 25006 for a lost
+    connection, and its new one passed over the read-only host."""
+    name = f"workers_{worker}_demoted"
+    old = psycopg.connect(dbname="workers_demoted", autocommit=True)
+    new = psycopg.connect(host="127.0.0.1", port=new_primary.port, dbname="workers_demoted", autocommit=True)
+    ports = (os.environ["PGPORT"], new_primary.port)
+    if worker == "node":
+        dsn = "postgresql://postgres@127.0.0.1:{},127.0.0.1:{}/workers_demoted".format(*ports)
+    else:
+        dsn = "host=127.0.0.1,127.0.0.1 port={},{} dbname=workers_demoted user=postgres".format(*ports)
+    queue = f"dm_{worker}"
+    env = worker_env(name, dsn, partner, QUEUE=queue, POLL_SECONDS="0.2", LISTEN="1")
+    process = subprocess.Popen(WORKERS[worker], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        # Claiming on the old primary: its claims' connection has run a claim, or asked the
+        # queue's limits after one, there.
+        wait_for_row(
+            old,
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = %s "
+            "AND (query LIKE '%%sendjobs_claim%%' OR query LIKE '%%sendjobs_queue_limits%%')",
+            (name,),
+            15,
+            "the worker's claims on the old primary",
+        )
+        old.execute("ALTER SYSTEM SET default_transaction_read_only = on")
+        old.execute("SELECT pg_reload_conf()")
+        demoted = time.monotonic()
+        [(job,)] = new.execute("SELECT sendjobs_enqueue('{}', %s)", (queue,)).fetchall()
+        wait_until(
+            new,
+            f"SELECT status = 'sent' FROM send_jobs WHERE id = {job}",
+            10,
+            "the job on the new primary, by a worker whose old primary answers read-only errors",
+        )
+        elapsed = time.monotonic() - demoted
+        counters = stopped(process, "demoted primary")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        old.execute("ALTER SYSTEM RESET default_transaction_read_only")
+        old.execute("SELECT pg_reload_conf()")
+        old.close()
+        new.close()
+    print(
+        f"   {worker} demoted primary: its job sent on the new primary {elapsed:.2f} s after the old one "
+        f"turned read-only; {counters}",
+        flush=True,
+    )
+
+
 # The Rust crate's tests that need neither LISTEN nor a worker's session by name (the
 # others wait for a wake-up, or find the worker's backend waiting on a lock by its
 # application_name); their killed connection is the pooler's KILL.
@@ -958,7 +1037,7 @@ def main(argv):
     venv = tempfile.mkdtemp(prefix="sendjobs-venv.")
     project = tempfile.mkdtemp(prefix="sendjobs-npm.")
     workers = a.workers.split(",")
-    standby = None
+    standby = new_primary = None
     try:
         if "python" in workers:
             python_package(venv)
@@ -967,6 +1046,7 @@ def main(argv):
         if "rust" in workers:
             rust_program()
         standby = make_standby()
+        new_primary = make_new_primary()
         for worker in workers:
             if worker != "rust":
                 for route in a.routes.split(","):
@@ -979,13 +1059,14 @@ def main(argv):
                 stop_while_frozen(worker, partner)
             hung_listen(worker, partner)
             read_only_first(worker, partner, standby[0])
+            demoted_primary(worker, partner, new_primary[0])
         if bouncer:
             rust_through_pooler(bouncer)
         rust_over_tls()
     finally:
-        if standby:
-            standby[0].shutdown_quietly("immediate")
-            standby[1].remove()
+        for cluster, workdir in filter(None, (standby, new_primary)):
+            cluster.shutdown_quietly("immediate")
+            workdir.remove()
         if bouncer:
             bouncer.stop()
         partner.stop()
