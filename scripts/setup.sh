@@ -15,9 +15,12 @@ need_apt=()
 # nodejs and npm for the Node.js package, unless a Node.js is installed already; libssl-dev and openssl: the Rust
 # worker's TLS (native-tls on OpenSSL) and its test's certificates; chromium and curl: the
 # operator's console's browser test (tests/console/run.sh, playwright-core drives
-# /usr/bin/chromium); shellcheck: the shell scripts' lint.
+# /usr/bin/chromium); shellcheck: the shell scripts' lint; patroni, etcd-server and faketime:
+# the failover tests' three-node Patroni cluster with its clock moved (tests/failover/patroni.py;
+# it starts its own etcd on free ports, never the service the package may start on 2379).
 for pkg in postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config libssl-dev openssl python3-psycopg2 \
-           python3-psycopg python3-venv pgbouncer chromium curl shellcheck $(command -v npm >/dev/null || echo nodejs npm) \
+           python3-psycopg python3-venv pgbouncer chromium curl shellcheck patroni etcd-server faketime \
+           $(command -v npm >/dev/null || echo nodejs npm) \
            $(python3 -m pip --version >/dev/null 2>&1 || echo python3-pip); do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
 done
