@@ -23,6 +23,7 @@ mod job_state;
 mod key_waits;
 mod link;
 mod majors;
+mod notify;
 mod outbox;
 mod purge;
 mod queue_names;

@@ -1,48 +1,22 @@
 //! Wake-ups: workers LISTEN on `sendjobs_wakeup` instead of polling. Opt-in per queue
-//! (sendjobs_notify); an enqueue into such a queue sends one NOTIFY per queue and
-//! transaction, with the queue's name as payload. The outbox's consumers LISTEN on
-//! `sendjobs_events`: a transaction that finishes jobs while the outbox has a consumer
+//! (sendjobs_notify, src/notify.rs); an enqueue into such a queue sends one NOTIFY per
+//! queue and transaction, with the queue's name as payload. The outbox's consumers LISTEN
+//! on `sendjobs_events`: a transaction that finishes jobs while the outbox has a consumer
 //! created with `wake` sends one NOTIFY there, with an empty payload.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::errors::{or_raise, queue_name, required, Result};
-use crate::queue_names::readable_or_known;
+use crate::errors::Result;
 use crate::statements::{first, statement, Statement};
 
-static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
 static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
 static WAKEUP: Statement = statement!("wakeup.sql");
 static READERS_EXIST: Statement = statement!("readers_exist.sql");
 static WAKEUP_READERS: Statement = statement!("wakeup_readers.sql");
-
-/// Turns wake-ups for `queue` on or off. While on, a transaction that enqueues into the
-/// queue sends, at commit, one `NOTIFY sendjobs_wakeup` with the queue's name as payload,
-/// however many jobs it enqueued.
-#[pg_extern(volatile, parallel_unsafe)]
-fn sendjobs_notify(queue: Option<&str>, enabled: Option<bool>) {
-    or_raise(set_notify(queue, enabled))
-}
-
-fn set_notify(queue: Option<&str>, enabled: Option<bool>) -> Result<()> {
-    let queue = required(queue, "queue")?;
-    let enabled = required(enabled, "enabled")?;
-    // Wake-ups carry the queue's name: a name too long for them may not turn them on, and
-    // may still turn them off (a queue named before 0.2.1 limited names).
-    if enabled || queue.is_empty() {
-        queue_name(queue)?;
-    }
-    Spi::connect_mut(|client| {
-        readable_or_known(client, queue)?;
-        QUEUE_NOTIFY_SAVE.run(client, &[queue.into(), enabled.into()])?;
-        Ok(())
-    })
-}
 
 /// What this (sub)transaction has decided about each queue it enqueued into: `true`
 /// when it has notified. Keyed by the local transaction and subtransaction ids: a
