@@ -320,8 +320,8 @@ def stats_runs(a, folder):
         if not line.lstrip().startswith("--")
     )
     # The plan the function runs: the statement prepared with its parameter, generic plan,
-    # no parallel workers, as src/spi_plans.rs runs it (pasting clock_timestamp() in for
-    # $1 would make the BRIN index unusable: volatile); $2 is send_jobs' oid.
+    # no parallel workers, as src/machinery/spi_plans.rs runs it (pasting clock_timestamp()
+    # in for $1 would make the BRIN index unusable: volatile); $2 is send_jobs' oid.
     statement = text.replace("@extschema@", "public")
     try:
         plan = psql(

@@ -275,8 +275,9 @@ CREATE TABLE @extschema@.sendjobs_consumers (
     -- level); NULL: any role with the relay level. An oid, not a dependency: a dropped
     -- role leaves it readable by superusers only.
     reader     oid,
-    -- Whether a finish sends the outbox's wake-up at commit for it (src/wakeup.rs): only
-    -- when some consumer asked (a NOTIFY takes a cluster-wide lock at commit).
+    -- Whether a finish sends the outbox's wake-up at commit for it
+    -- (src/machinery/wakeup.rs): only when some consumer asked (a NOTIFY takes a
+    -- cluster-wide lock at commit).
     wake       boolean     NOT NULL DEFAULT false,
     CONSTRAINT sendjobs_consumers_read_check
         CHECK ((read_xid IS NULL) = (read_id IS NULL) AND (batch IS NOT NULL OR read_xid IS NULL))

@@ -4,7 +4,7 @@
 --    script bound `rate > 0` (float8 against int4) to an operator planted in the
 --    extension's schema, which then ran as the extension's owner. A rate is at least one a
 --    day (1/86400 a second): the update refuses a queue with a smaller one, naming it.
---  * Queue names are names (src/queue_names.rs): every queue that exists under a name a
+--  * Queue names are names (src/machinery/queue_names.rs): every queue that exists under a name a
 --    new queue may no longer have gets a settings row with the defaults, which keeps the
 --    name usable (enqueue, pause, limits) as before.
 --  * Every C function to this release's library.
@@ -50,9 +50,9 @@ COMMENT ON CONSTRAINT sendjobs_queues_limits_check ON @extschema@.sendjobs_queue
 COMMENT ON FUNCTION @extschema@.sendjobs_limit(text, integer, double precision, integer) IS
     'Sets a queue''s limits, replacing its earlier ones, enforced by every claim: at most max_in_flight of its jobs under an unexpired lease at once; at most rate jobs claimed a second (from 1/86400, one a day, to 1,000,000) with bursts of burst (a token bucket on the database clock; burst defaults to one second''s worth). NULL: no such limit; sendjobs_limit(queue) lifts both. A claim beyond them gets fewer rows, not an error.';
 
--- The queues named as a new queue may no longer be (src/queue_names.rs `name_problem`,
--- the same characters): control characters, line and paragraph separators, invisible
--- format characters (Unicode category Cf), white space at either end.
+-- The queues named as a new queue may no longer be (src/machinery/queue_names.rs
+-- `name_problem`, the same characters): control characters, line and paragraph separators,
+-- invisible format characters (Unicode category Cf), white space at either end.
 INSERT INTO @extschema@.sendjobs_queues (queue)
 SELECT DISTINCT job.queue
   FROM @extschema@.send_jobs AS job

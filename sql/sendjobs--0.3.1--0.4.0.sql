@@ -6,7 +6,7 @@
 -- weaker lock of the update's must wait to grow stronger (every statement on the queue
 -- waits for the update's commit, reads too):
 -- - a settings row for each queue that exists under a name a new queue may no longer
---   have: a character Unicode draws as nothing (src/queue_names.rs, decision 0018), so
+--   have: a character Unicode draws as nothing (src/machinery/queue_names.rs, decision 0018), so
 --   that it goes on as before; read from send_jobs with send_jobs_finished once;
 -- - ordered jobs that wait for their key (decision 0020): a column of send_jobs and of
 --   send_jobs_finished (no row is rewritten: a constant default), the monitors' grant
@@ -16,8 +16,8 @@
 \echo Use "ALTER EXTENSION sendjobs UPDATE TO '0.4.0'" to load this file. \quit
 
 -- The queues named as a new queue may no longer be, since this release: the
--- default-ignorable code points that are not format characters (src/queue_names.rs
--- `IGNORABLE`, the same list).
+-- default-ignorable code points that are not format characters
+-- (src/machinery/queue_names.rs `IGNORABLE`, the same list).
 LOCK TABLE @extschema@.send_jobs IN ACCESS EXCLUSIVE MODE;
 INSERT INTO @extschema@.sendjobs_queues (queue)
 SELECT DISTINCT job.queue

@@ -5,10 +5,10 @@
 
 use pgrx::prelude::*;
 
-use crate::errors::{named_role, or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{extension_schema, owner_scope, within};
-use crate::sql_types::SqlRole;
-use crate::statements::{first, statement, Statement};
+use crate::machinery::errors::{named_role, or_raise, required, Result, SendJobsError};
+use crate::machinery::spi_plans::{extension_schema, owner_scope, within};
+use crate::machinery::sql_types::SqlRole;
+use crate::machinery::statements::{first, statement, Statement};
 
 static ACCESS_LEVEL: Statement = statement!("access_level.sql");
 static ROLE_NAME: Statement = statement!("role_name.sql");

@@ -2,13 +2,13 @@
 
 use pgrx::prelude::*;
 
-use crate::clock::wall_clock;
-use crate::errors::{or_raise, required, Result};
 use crate::fence::{stale_or_unknown, APPLIED};
 use crate::flow;
 use crate::key_waits;
-use crate::statements::{statement, Statement};
-use crate::wakeup;
+use crate::machinery::clock::wall_clock;
+use crate::machinery::errors::{or_raise, required, Result};
+use crate::machinery::statements::{statement, Statement};
+use crate::machinery::wakeup;
 
 static CANCEL: Statement = statement!("cancel.sql");
 

@@ -3,8 +3,8 @@
 use pgrx::pg_sys;
 use pgrx::spi::SpiClient;
 
-use crate::errors::{Result, SendJobsError};
-use crate::statements::{first, statement, Statement};
+use crate::machinery::errors::{Result, SendJobsError};
+use crate::machinery::statements::{first, statement, Statement};
 
 // Catalog look-ups, as the caller: what the caller may see of its own tables.
 static TABLE_NAME: Statement = statement!("table_name.sql");

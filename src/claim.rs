@@ -6,19 +6,19 @@ use pgrx::datum::Timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::clock::wall_clock;
-use crate::config;
-use crate::errors::{or_raise, required, Result, SendJobsError};
 use crate::fair_share;
 use crate::fence::{generation_floor, lease_or_default};
 use crate::flow::{self, Lock};
 use crate::key_waits;
-use crate::spi_plans::{queue_relation_oids, Planning};
+use crate::machinery::clock::wall_clock;
+use crate::machinery::config;
+use crate::machinery::errors::{or_raise, required, Result, SendJobsError};
+use crate::machinery::spi_plans::{queue_relation_oids, Planning};
+use crate::machinery::statements::{statement, Statement};
+use crate::machinery::subtransaction::try_step;
+use crate::machinery::wakeup;
 use crate::stamp::{Stamp, TransactionLink};
-use crate::statements::{statement, Statement};
-use crate::subtransaction::try_step;
 use crate::turns;
-use crate::wakeup;
 
 // A claim from one queue: without flow control there, or (other_queues) when the list
 // of limited queues may be stale, each row then checked against the settings

@@ -7,14 +7,14 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{Array, JsonB};
 
-use crate::clock::wall_clock;
-use crate::config;
-use crate::errors::{finite, or_raise, queue_name, required, Result, SendJobsError};
-use crate::queue_names::readable_or_known;
-use crate::spi_plans::queue_relation_oids;
+use crate::machinery::clock::wall_clock;
+use crate::machinery::config;
+use crate::machinery::errors::{finite, or_raise, queue_name, required, Result, SendJobsError};
+use crate::machinery::queue_names::readable_or_known;
+use crate::machinery::spi_plans::queue_relation_oids;
+use crate::machinery::statements::{first, statement, Statement};
+use crate::machinery::wakeup;
 use crate::stamp::TransactionLink;
-use crate::statements::{first, statement, Statement};
-use crate::wakeup;
 
 static ENQUEUE_WITH_KEY: Statement = statement!("enqueue.sql", "with_key");
 static ENQUEUE_NO_KEY: Statement = statement!("enqueue.sql", "no_key");

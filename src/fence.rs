@@ -6,9 +6,9 @@
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::config;
-use crate::errors::{required, Result, SendJobsError};
-use crate::statements::{first, statement, Statement};
+use crate::machinery::config;
+use crate::machinery::errors::{required, Result, SendJobsError};
+use crate::machinery::statements::{first, statement, Statement};
 
 /// The answer of a call that applied.
 pub const APPLIED: &str = "applied";

@@ -10,14 +10,14 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{register_xact_callback, PgXactCallbackEvent};
 
-use crate::clock::wall_clock;
-use crate::errors::{or_raise, queue_name, required, Result, SendJobsError};
 use crate::key_waits;
-use crate::queue_names::readable_or_known;
-use crate::spi_plans::settings_relation;
-use crate::statements::{first, statement, Statement};
+use crate::machinery::clock::wall_clock;
+use crate::machinery::errors::{or_raise, queue_name, required, Result, SendJobsError};
+use crate::machinery::queue_names::readable_or_known;
+use crate::machinery::spi_plans::settings_relation;
+use crate::machinery::statements::{first, statement, Statement};
+use crate::machinery::wakeup;
 use crate::turns::{self, extension_lock};
-use crate::wakeup;
 
 static QUEUE_WAKES_WHEN_FREED: Statement = statement!("queue_wakes_when_freed.sql");
 static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");

@@ -11,11 +11,11 @@ use pgrx::spi::{quote_literal, SpiClient};
 use pgrx::PgRelation;
 
 use crate::catalog::{column_type, require_table, table_display};
-use crate::config::{self, GuardAction};
-use crate::errors::{self, or_raise, required, SendJobsError};
-use crate::spi_plans::{extension_schema, within, Scope};
-use crate::sql_types::SqlName;
-use crate::statements::{first, statement, Statement};
+use crate::machinery::config::{self, GuardAction};
+use crate::machinery::errors::{self, or_raise, required, SendJobsError};
+use crate::machinery::spi_plans::{extension_schema, within, Scope};
+use crate::machinery::sql_types::SqlName;
+use crate::machinery::statements::{first, statement, Statement};
 
 static PRIMARY_KEY_COLUMNS: Statement = statement!("primary_key_columns.sql");
 static TEXT_ARRAY_OUT: Statement = statement!("text_array_out.sql");

@@ -12,9 +12,9 @@
 
 use pgrx::spi::SpiClient;
 
-use crate::errors::Result;
-use crate::spi_plans::queue_relation_oids;
-use crate::statements::{statement, Statement};
+use crate::machinery::errors::Result;
+use crate::machinery::spi_plans::queue_relation_oids;
+use crate::machinery::statements::{statement, Statement};
 use crate::turns;
 use crate::turns::read_committed;
 

@@ -10,10 +10,7 @@ mod access;
 mod cancel;
 mod catalog;
 mod claim;
-mod clock;
-mod config;
 mod enqueue;
-mod errors;
 mod fair_share;
 mod fence;
 mod finalize;
@@ -22,20 +19,14 @@ mod guard;
 mod job_state;
 mod key_waits;
 mod link;
-mod majors;
+mod machinery;
 mod notify;
 mod outbox;
 mod purge;
-mod queue_names;
 mod redrive;
-mod spi_plans;
-mod sql_types;
 mod stamp;
-mod statements;
 mod stats;
-mod subtransaction;
 mod turns;
-mod wakeup;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -48,7 +39,7 @@ pgrx::extension_sql_file!(
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    config::init();
+    machinery::config::init();
 }
 
 #[cfg(any(test, feature = "pg_test"))]

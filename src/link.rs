@@ -6,10 +6,10 @@ use pgrx::prelude::*;
 use pgrx::PgRelation;
 
 use crate::catalog::{column_type, require_table, table_display};
-use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::spi_plans::{extension_schema, select};
-use crate::sql_types::SqlName;
-use crate::statements::{statement, Statement};
+use crate::machinery::errors::{or_raise, required, Result, SendJobsError};
+use crate::machinery::spi_plans::{extension_schema, select};
+use crate::machinery::sql_types::SqlName;
+use crate::machinery::statements::{statement, Statement};
 
 static LINK_RIGHTS: Statement = statement!("link_rights.sql");
 static LINK_SAVE: Statement = statement!("link_save.sql");

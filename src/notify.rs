@@ -1,11 +1,11 @@
 //! sendjobs_notify: a queue's wake-ups on or off. What a transaction sends at its commit
-//! while they are on: src/wakeup.rs.
+//! while they are on: src/machinery/wakeup.rs.
 
 use pgrx::prelude::*;
 
-use crate::errors::{or_raise, queue_name, required, Result};
-use crate::queue_names::readable_or_known;
-use crate::statements::{statement, Statement};
+use crate::machinery::errors::{or_raise, queue_name, required, Result};
+use crate::machinery::queue_names::readable_or_known;
+use crate::machinery::statements::{statement, Statement};
 
 static QUEUE_NOTIFY_SAVE: Statement = statement!("queue_notify_save.sql");
 

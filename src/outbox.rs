@@ -6,10 +6,10 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::clock::wall_clock;
-use crate::errors::{named_role, or_raise, required, short_name, Result, SendJobsError};
-use crate::sql_types::SqlRole;
-use crate::statements::{statement, Statement};
+use crate::machinery::clock::wall_clock;
+use crate::machinery::errors::{named_role, or_raise, required, short_name, Result, SendJobsError};
+use crate::machinery::sql_types::SqlRole;
+use crate::machinery::statements::{statement, Statement};
 
 static CONSUMER_CREATE: Statement = statement!("consumer_create.sql");
 static CONSUMER_DROP: Statement = statement!("consumer_drop.sql");

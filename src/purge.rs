@@ -4,9 +4,9 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use crate::clock::wall_clock;
-use crate::errors::{or_raise, required, Result, SendJobsError};
-use crate::statements::{first, statement, Statement};
+use crate::machinery::clock::wall_clock;
+use crate::machinery::errors::{or_raise, required, Result, SendJobsError};
+use crate::machinery::statements::{first, statement, Statement};
 
 static PURGE: Statement = statement!("purge.sql");
 // The stops of ordering keys that no job holds any more: locked, then judged again.

@@ -8,9 +8,9 @@ use std::rc::Rc;
 use pgrx::pg_sys;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 
-use crate::errors::{Result, SendJobsError};
-use crate::spi_plans::{plan_as_linker, within_path, Planning, Scope};
-use crate::statements::{statement, Statement};
+use crate::machinery::errors::{Result, SendJobsError};
+use crate::machinery::spi_plans::{plan_as_linker, within_path, Planning, Scope};
+use crate::machinery::statements::{statement, Statement};
 
 static LINK_CURRENT: Statement = statement!("link_current.sql");
 

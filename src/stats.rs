@@ -2,10 +2,10 @@
 
 use pgrx::prelude::*;
 
-use crate::clock::wall_clock;
-use crate::errors::{or_raise, Result};
-use crate::spi_plans::queue_relation_oids;
-use crate::statements::{statement, Statement};
+use crate::machinery::clock::wall_clock;
+use crate::machinery::errors::{or_raise, Result};
+use crate::machinery::spi_plans::queue_relation_oids;
+use crate::machinery::statements::{statement, Statement};
 
 pub(crate) static STATS: Statement = statement!("stats.sql");
 

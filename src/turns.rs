@@ -12,7 +12,7 @@
 
 use pgrx::pg_sys;
 
-use crate::majors;
+use crate::machinery::majors;
 
 /// The sub-id of every lock here (each on a relation of its own).
 const EXTENSION_LOCK_SUBID: u16 = 1;

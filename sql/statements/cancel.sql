@@ -2,7 +2,7 @@
 --- columns: id, freed_queue, ordering_key
 -- sendjobs_cancel (src/cancel.rs): job $1, pending or in_flight, is cancelled and moves
 -- to send_jobs_finished (its row is the event); its holder's finalize and heartbeat get
--- 'stale'. "freed_queue": a place came free (src/wakeup.rs); "ordering_key": for
+-- 'stale'. "freed_queue": a place came free (src/machinery/wakeup.rs); "ordering_key": for
 -- src/key_waits.rs.
 WITH leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs

@@ -9,8 +9,8 @@
 -- terminal one with $3 'retry' for the claims it did not apply: a retry on its last
 -- attempt becomes 'failed' (decision 0014). The backoff, base * 2^(attempts - 1) capped
 -- at max, is computed in milliseconds. A claim not applied is looked up afterwards by
--- finalize_unapplied.sql. "readers": consumers to wake (src/wakeup.rs); "queue": whose
--- workers a freed place may wake (decision 0013); "ordering_key": for key_block.sql.
+-- finalize_unapplied.sql. "readers": consumers to wake (src/machinery/wakeup.rs); "queue":
+-- whose workers a freed place may wake (decision 0013); "ordering_key": for key_block.sql.
 WITH
 --- variant batch, batch_retry
 claim AS (

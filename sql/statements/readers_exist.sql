@@ -1,5 +1,5 @@
 --- params: none
 --- columns: readers
--- After a job finished (src/wakeup.rs): does the outbox have consumers that asked to be
--- woken (sendjobs_create_consumer's wake)?
+-- After a job finished (src/machinery/wakeup.rs): does the outbox have consumers that asked
+-- to be woken (sendjobs_create_consumer's wake)?
 SELECT EXISTS (SELECT FROM @extschema@.sendjobs_consumers WHERE wake) AS readers

@@ -586,7 +586,7 @@ mod tests {
         let sql = crate::stats::STATS.text().replace("@extschema@", "public");
         run(&format!("PREPARE stats_probe(timestamptz, oid) AS {sql}"));
         run("SET LOCAL plan_cache_mode = force_generic_plan");
-        run("SET LOCAL max_parallel_workers_per_gather = 0"); // as src/spi_plans.rs runs it
+        run("SET LOCAL max_parallel_workers_per_gather = 0"); // as src/machinery/spi_plans.rs runs it
         assert!(
             one::<bool>("SELECT bool_and(estimated) FROM sendjobs_stats()"),
             "the counts passed 10,000 and are not marked estimated"

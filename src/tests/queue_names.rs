@@ -1,12 +1,13 @@
-//! Queue names are names (decision 0018): the rule of src/queue_names.rs walked over every
-//! code point, against Unicode's own classes rather than a list of planted names.
+//! Queue names are names (decision 0018): the rule of src/machinery/queue_names.rs walked
+//! over every code point, against Unicode's own classes rather than a list of planted
+//! names.
 
 #[pgrx::pg_schema]
 mod tests {
     use pgrx::prelude::*;
     use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
-    use crate::queue_names::{escaped, name_problem};
+    use crate::machinery::queue_names::{escaped, name_problem};
 
     /// Default_Ignorable_Code_Point, as Unicode 16.0's DerivedCoreProperties.txt lists it
     /// (format characters among them): drawn as nothing.

@@ -1,11 +1,12 @@
-//! The statement files (src/statements.rs): the variant rule and the declarations, without
-//! a server; and, in one, that every file's declared columns are what it returns.
+//! The statement files (src/machinery/statements.rs): the variant rule and the
+//! declarations, without a server; and, in one, that every file's declared columns are what
+//! it returns.
 
 #[cfg(test)]
 mod parsing {
     use pgrx::pg_sys;
 
-    use crate::statements::{parse, variant_names};
+    use crate::machinery::statements::{parse, variant_names};
 
     /// Each variant of a file with variants is committed whole in `sql/expanded/`, as
     /// `FILE.VARIANT.sql`: what the server runs (and pg_stat_statements shows), one file
@@ -143,7 +144,7 @@ mod tests {
     use pgrx::prelude::*;
     use pgrx::{PgList, PgTupleDesc};
 
-    use crate::statements::{parse, variant_names, Parsed};
+    use crate::machinery::statements::{parse, variant_names, Parsed};
 
     /// The names of the columns `parsed` returns, as the server prepares it with the
     /// declared parameter types (an undeclared or wrongly typed parameter fails here).

@@ -1,7 +1,7 @@
 """A session that lives through the update (tests/upgrade/scenario.sh, from 0.1.0): it
 loaded 0.1.0's library, which let any role set sendjobs.max_batch, and set it high; after
 ALTER EXTENSION sendjobs UPDATE the same session calls 0.2.1's library, which reads the
-settings 0.1.0 defined (src/config.rs) but takes a superuser-only limit only where it is
+settings 0.1.0 defined (src/machinery/config.rs) but takes a superuser-only limit only where it is
 stricter than its own default: the claim of 5,000 is refused (22023), as in a new session.
 
     python3 tests/upgrade/settings_across.py before | after

@@ -13,6 +13,7 @@ pub fn wall_clock() -> TimestampWithTimeZone {
     // SAFETY: GetCurrentTimestamp only reads the system clock.
     let micros = unsafe { pg_sys::GetCurrentTimestamp() };
     TimestampWithTimeZone::try_from(micros).unwrap_or_else(|_| {
-        crate::errors::SendJobsError::Internal("the server clock is out of range".into()).raise()
+        crate::machinery::errors::SendJobsError::Internal("the server clock is out of range".into())
+            .raise()
     })
 }

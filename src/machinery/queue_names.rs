@@ -8,8 +8,8 @@
 
 use pgrx::spi::SpiClient;
 
-use crate::errors::{Result, SendJobsError};
-use crate::statements::{first, statement, Statement};
+use crate::machinery::errors::{Result, SendJobsError};
+use crate::machinery::statements::{first, statement, Statement};
 
 static QUEUE_KNOWN: Statement = statement!("queue_known.sql");
 

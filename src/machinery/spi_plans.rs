@@ -1,9 +1,9 @@
 //! How the extension runs its own SQL: prepared plans kept for the life of the backend,
 //! one per statement text, and the scope every one of our statements runs in.
 //!
-//! Statement texts (src/statements.rs) name our objects as `@extschema@.x`, as the DDL in
-//! `sql/` does; the placeholder is replaced by the extension's schema (quoted) before the
-//! text is prepared. Every statement is prepared and run with `search_path =
+//! Statement texts (src/machinery/statements.rs) name our objects as `@extschema@.x`, as
+//! the DDL in `sql/` does; the placeholder is replaced by the extension's schema (quoted)
+//! before the text is prepared. Every statement is prepared and run with `search_path =
 //! pg_catalog, pg_temp`, so no function, operator or type that anyone planted on the
 //! caller's search_path can stand in for pg_catalog's (tests/pg_regress/sql/security.sql
 //! plants them). The queue statements also run as the extension's owner, the way
@@ -22,8 +22,8 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys::{self, PgOid};
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 
-use crate::errors::{Result, SendJobsError};
-use crate::statements::{statement, Statement};
+use crate::machinery::errors::{Result, SendJobsError};
+use crate::machinery::statements::{statement, Statement};
 
 static EXTENSION_SCHEMA: Statement = statement!("extension_schema.sql");
 
@@ -340,7 +340,7 @@ fn keep(
 }
 
 /// Executes one of our kept statements on the queue tables, as the extension's owner,
-/// planned as `planning` says (src/statements.rs: `Statement::run`).
+/// planned as `planning` says (src/machinery/statements.rs: `Statement::run`).
 pub fn execute<'conn>(
     client: &SpiClient<'conn>,
     statement: &OwnedPreparedStatement,

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use pgrx::pg_sys;
 use pgrx::spi::SpiClient;
 
-use crate::errors::Result;
-use crate::statements::{first, statement, Statement};
+use crate::machinery::errors::Result;
+use crate::machinery::statements::{first, statement, Statement};
 
 static QUEUE_NOTIFY: Statement = statement!("queue_notify.sql");
 static WAKEUP: Statement = statement!("wakeup.sql");
@@ -36,7 +36,7 @@ thread_local! {
 
 fn current_transaction() -> (pg_sys::LocalTransactionId, pg_sys::SubTransactionId) {
     // SAFETY: reads the current subtransaction's id.
-    (crate::majors::local_transaction_id(), unsafe {
+    (crate::machinery::majors::local_transaction_id(), unsafe {
         pg_sys::GetCurrentSubTransactionId()
     })
 }

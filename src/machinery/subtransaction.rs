@@ -5,7 +5,7 @@ use pgrx::pg_sys;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::{PgSqlErrorCode, PgTryBuilder};
 
-use crate::errors::Result;
+use crate::machinery::errors::Result;
 
 /// Runs `step` in a subtransaction. When it fails (a Postgres ERROR, or an `Err`), all it
 /// did is rolled back and its message returned; the caller's transaction goes on. A

@@ -29,7 +29,7 @@ use pgrx::pg_sys::{self, PgOid};
 use pgrx::spi::SpiTupleTable;
 use pgrx::{FromDatum, IntoDatum};
 
-use crate::errors::Result;
+use crate::machinery::errors::Result;
 
 /// One statement of `sql/statements/` (or one variant of it): write it with `statement!`.
 pub struct Statement {
@@ -51,24 +51,34 @@ pub struct Parsed {
 
 /// `statement!("claim.sql", "one_queue")`: variant `one_queue` of
 /// `sql/statements/claim.sql`; `statement!("cancel.sql")`: a file without variants.
+/// The file is found from the crate's root: the macro is expanded in files at every depth
+/// of `src/`.
 macro_rules! statement {
     ($file:literal) => {
-        $crate::statements::Statement {
+        $crate::machinery::statements::Statement {
             parsed: std::sync::LazyLock::new(|| {
-                $crate::statements::parse(
+                $crate::machinery::statements::parse(
                     $file,
-                    include_str!(concat!("../sql/statements/", $file)),
+                    include_str!(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/sql/statements/",
+                        $file
+                    )),
                     None,
                 )
             }),
         }
     };
     ($file:literal, $variant:literal) => {
-        $crate::statements::Statement {
+        $crate::machinery::statements::Statement {
             parsed: std::sync::LazyLock::new(|| {
-                $crate::statements::parse(
+                $crate::machinery::statements::parse(
                     $file,
-                    include_str!(concat!("../sql/statements/", $file)),
+                    include_str!(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/sql/statements/",
+                        $file
+                    )),
                     Some($variant),
                 )
             }),

@@ -3,7 +3,7 @@
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
-use crate::sql_types::SqlRole;
+use crate::machinery::sql_types::SqlRole;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SendJobsError {
@@ -35,8 +35,8 @@ pub enum SendJobsError {
     InvalidArgument(String),
 
     /// 22023 invalid_parameter_value: a new queue's name that is not a name
-    /// (src/queue_names.rs); `escaped` as queue_names::escaped draws it, so that the
-    /// message draws as what it holds
+    /// (src/machinery/queue_names.rs); `escaped` as queue_names::escaped draws it, so that
+    /// the message draws as what it holds
     #[error("sendjobs: a new queue's name may not hold {problem}: {escaped}")]
     NotAName {
         escaped: String,
