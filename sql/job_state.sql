@@ -1,6 +1,6 @@
--- The CHECKs of send_jobs and send_jobs_finished (src/job_state.rs), added once their
--- function exists: one per table, each keeping its rows in their table (a statement that
--- finished a job in place fails) and their columns in agreement with their status. The
+-- The CHECKs of send_jobs and send_jobs_finished (src/guards/job_state.rs), added once
+-- their function exists: one per table, each keeping its rows in their table (a statement
+-- that finished a job in place fails) and their columns in agreement with their status. The
 -- history's also says its statuses as a list, which the planner reads: a query of
 -- send_jobs for status 'pending' or 'in_flight' skips send_jobs_finished (constraint
 -- exclusion: tests/pg_regress/sql/vacuum.sql; decision 0014).

@@ -94,7 +94,7 @@ BEGIN
 END $$;
 
 -- The row rule becomes one CHECK per table (sendjobs_job_state_is_valid with the table's
--- kind as an eighth argument, src/job_state.rs): the three CHECKs go first, with the
+-- kind as an eighth argument, src/guards/job_state.rs): the three CHECKs go first, with the
 -- function of seven arguments. Made again, once the tables have their new columns,
 -- further down.
 ALTER TABLE @extschema@.send_jobs DROP CONSTRAINT send_jobs_state_check,

@@ -2,8 +2,8 @@
 
 use pgrx::prelude::*;
 
-use crate::fence::{stale_or_unknown, APPLIED};
 use crate::flow;
+use crate::guards::fence::{stale_or_unknown, APPLIED};
 use crate::key_waits;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::errors::{or_raise, required, Result};

@@ -7,8 +7,9 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::fair_share;
-use crate::fence::{generation_floor, lease_or_default};
 use crate::flow::{self, Lock};
+use crate::guards::fence::{generation_floor, lease_or_default};
+use crate::guards::stamp::{Stamp, TransactionLink};
 use crate::key_waits;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::config;
@@ -17,7 +18,6 @@ use crate::machinery::spi_plans::{queue_relation_oids, Planning};
 use crate::machinery::statements::{statement, Statement};
 use crate::machinery::subtransaction::try_step;
 use crate::machinery::wakeup;
-use crate::stamp::{Stamp, TransactionLink};
 use crate::turns;
 
 // A claim from one queue: without flow control there, or (other_queues) when the list

@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{Array, JsonB};
 
+use crate::guards::stamp::TransactionLink;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::config;
 use crate::machinery::errors::{finite, or_raise, queue_name, required, Result, SendJobsError};
@@ -14,7 +15,6 @@ use crate::machinery::queue_names::readable_or_known;
 use crate::machinery::spi_plans::queue_relation_oids;
 use crate::machinery::statements::{first, statement, Statement};
 use crate::machinery::wakeup;
-use crate::stamp::TransactionLink;
 
 static ENQUEUE_WITH_KEY: Statement = statement!("enqueue.sql", "with_key");
 static ENQUEUE_NO_KEY: Statement = statement!("enqueue.sql", "no_key");

@@ -5,15 +5,15 @@ use std::str::FromStr;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
 use crate::flow;
+use crate::guards::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
+use crate::guards::stamp::{stamp_each, Stamp};
 use crate::key_waits;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::config;
 use crate::machinery::errors::{distinct_id, finite, or_raise, required, Result, SendJobsError};
 use crate::machinery::statements::{statement, Statement};
 use crate::machinery::wakeup;
-use crate::stamp::{stamp_each, Stamp};
 use crate::turns;
 
 // A batch of one (every sendjobs_finalize) skips the unnest and its join; the terminal

@@ -8,15 +8,12 @@ use pgrx::prelude::*;
 
 mod access;
 mod cancel;
-mod catalog;
 mod claim;
 mod enqueue;
 mod fair_share;
-mod fence;
 mod finalize;
 mod flow;
-mod guard;
-mod job_state;
+mod guards;
 mod key_waits;
 mod link;
 mod machinery;
@@ -24,7 +21,6 @@ mod notify;
 mod outbox;
 mod purge;
 mod redrive;
-mod stamp;
 mod stats;
 mod turns;
 

@@ -1,11 +1,11 @@
 //! sendjobs_link_transactions: the business table an applied terminal finalize stamps
-//! (the stamp itself: src/stamp.rs).
+//! (the stamp itself: src/guards/stamp.rs).
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::PgRelation;
 
-use crate::catalog::{column_type, require_table, table_display};
+use crate::guards::catalog::{column_type, require_table, table_display};
 use crate::machinery::errors::{or_raise, required, Result, SendJobsError};
 use crate::machinery::spi_plans::{extension_schema, select};
 use crate::machinery::sql_types::SqlName;

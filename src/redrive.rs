@@ -4,12 +4,12 @@ use std::collections::{BTreeMap, HashSet};
 
 use pgrx::prelude::*;
 
+use crate::guards::stamp::{stamp_each, Stamp};
 use crate::machinery::clock::wall_clock;
 use crate::machinery::errors::{distinct_id, or_raise, required, Result, SendJobsError};
 use crate::machinery::spi_plans::Planning;
 use crate::machinery::statements::{statement, Statement};
 use crate::machinery::wakeup;
-use crate::stamp::{stamp_each, Stamp};
 
 // Two statements: the second's snapshot is taken after the first has locked the failed
 // jobs, so it sees what a concurrent redrive of them created

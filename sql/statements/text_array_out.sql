@@ -1,5 +1,5 @@
--- A text[] as its literal, quoted as Postgres quotes it (src/guard.rs: the guard's trigger
--- arguments).
+-- A text[] as its literal, quoted as Postgres quotes it (src/guards/guard.rs: the guard's
+-- trigger arguments).
 --- params: elements text[]
 --- columns: literal
 SELECT $1::pg_catalog.text AS literal

@@ -1,10 +1,10 @@
-//! The terminal guard's rule (src/guard.rs), without a server: what it refuses, which exits
-//! it accepts. What the guard does to rows is tests/pg_regress/sql/guard.sql.
+//! The terminal guard's rule (src/guards/guard.rs), without a server: what it refuses,
+//! which exits it accepts. What the guard does to rows is tests/pg_regress/sql/guard.sql.
 
 /// The rule itself, without a server.
 #[cfg(test)]
 mod rule {
-    use crate::guard::GuardRule;
+    use crate::guards::guard::GuardRule;
 
     fn rule() -> GuardRule {
         GuardRule::new(

@@ -1,5 +1,5 @@
-//! The row rule of send_jobs and send_jobs_finished (src/job_state.rs), as their CHECKs
-//! apply it to any writer.
+//! The row rule of send_jobs and send_jobs_finished (src/guards/job_state.rs), as their
+//! CHECKs apply it to any writer.
 
 #[pgrx::pg_schema]
 mod tests {

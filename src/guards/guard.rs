@@ -10,7 +10,7 @@ use pgrx::prelude::*;
 use pgrx::spi::{quote_literal, SpiClient};
 use pgrx::PgRelation;
 
-use crate::catalog::{column_type, require_table, table_display};
+use crate::guards::catalog::{column_type, require_table, table_display};
 use crate::machinery::config::{self, GuardAction};
 use crate::machinery::errors::{self, or_raise, required, SendJobsError};
 use crate::machinery::spi_plans::{extension_schema, within, Scope};

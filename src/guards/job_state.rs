@@ -74,7 +74,7 @@ fn sendjobs_job_state_is_valid(
 }
 
 pgrx::extension_sql_file!(
-    "../sql/job_state.sql",
+    "../../sql/job_state.sql",
     name = "job_state",
     requires = [job_state_is_valid]
 );
