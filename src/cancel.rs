@@ -3,8 +3,8 @@
 use pgrx::prelude::*;
 
 use crate::flow;
+use crate::flow::key_waits;
 use crate::guards::fence::{stale_or_unknown, APPLIED};
-use crate::key_waits;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::errors::{or_raise, required, Result};
 use crate::machinery::statements::{statement, Statement};
@@ -31,7 +31,7 @@ fn cancel(id: Option<i64>) -> Result<&'static str> {
             if let Some(queue) = row.get_by_name::<String, _>("freed_queue")? {
                 flow::wake_when_freed(client, &queue)?;
             }
-            // The jobs that waited for it may be free now (src/key_waits.rs).
+            // The jobs that waited for it may be free now (src/flow/key_waits.rs).
             let key = row.get_by_name::<String, _>("ordering_key")?;
             key_waits::clear(client, key.into_iter().collect())?;
             wakeup::after_finish(client, None)?;

@@ -6,11 +6,12 @@ use pgrx::datum::Timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::fair_share;
+use crate::flow::fair_share;
+use crate::flow::key_waits;
+use crate::flow::turns;
 use crate::flow::{self, Lock};
 use crate::guards::fence::{generation_floor, lease_or_default};
 use crate::guards::stamp::{Stamp, TransactionLink};
-use crate::key_waits;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::config;
 use crate::machinery::errors::{or_raise, required, Result, SendJobsError};
@@ -18,23 +19,22 @@ use crate::machinery::spi_plans::{queue_relation_oids, Planning};
 use crate::machinery::statements::{statement, Statement};
 use crate::machinery::subtransaction::try_step;
 use crate::machinery::wakeup;
-use crate::turns;
 
 // A claim from one queue: without flow control there, or (other_queues) when the list
 // of limited queues may be stale, each row then checked against the settings
 // (sql/statements/claim.sql); a queue with flow control, its settings locked by this
 // claim (limited_queue).
 pub(crate) static CLAIM_ONE_QUEUE: Statement = statement!("claim.sql", "one_queue");
-// A claim from any queue while one queue alone has pending jobs (src/fair_share.rs).
+// A claim from any queue while one queue alone has pending jobs (src/flow/fair_share.rs).
 pub(crate) static CLAIM_ONLY_QUEUE: Statement = statement!("claim.sql", "only_queue");
 pub(crate) static CLAIM_OTHER_QUEUES: Statement = statement!("claim.sql", "other_queues");
 static CLAIM_LIMITED_QUEUE: Statement = statement!("claim.sql", "limited_queue");
-// A claim from any queue: each queue its share (src/fair_share.rs), under the settings
+// A claim from any queue: each queue its share (src/flow/fair_share.rs), under the settings
 // lock (exact) or checking each row against the settings (checked).
 pub(crate) static CLAIM_SHARES_EXACT: Statement = statement!("claim_shares.sql", "exact");
 pub(crate) static CLAIM_SHARES_CHECKED: Statement = statement!("claim_shares.sql", "checked");
 // Ordered jobs in the places the other passes left in their queues, after the turn of
-// such claims (src/turns.rs).
+// such claims (src/flow/turns.rs).
 pub(crate) static CLAIM_KEYED: Statement = statement!("claim_keyed.sql");
 // Jobs that gave up, finished as failed under the claim's row locks.
 static GIVE_UP: Statement = statement!("give_up.sql");
@@ -69,8 +69,8 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
     let batch = usize::try_from(batch).unwrap_or(1);
 
     Spi::connect_mut(|client| {
-        // Flow control is in use where this claim would take from (src/flow.rs keeps the
-        // list): the queues without it in one statement, then from each queue with it
+        // Flow control is in use where this claim would take from (src/flow/mod.rs keeps
+        // the list): the queues without it in one statement, then from each queue with it
         // what its settings allow, under its lock.
         let limited = flow::limited_queues(client)?;
         match queue {
@@ -145,7 +145,7 @@ fn claim_one_queue(
 }
 
 /// A claim from any queue serves the queues with due jobs in turn, each its share of the
-/// batch (src/fair_share.rs; decision 0019): first their jobs without a key, in one
+/// batch (src/flow/fair_share.rs; decision 0019): first their jobs without a key, in one
 /// statement under the settings lock, places kept for the limited queues the turn reaches,
 /// and the places a queue left to its ordered jobs (claim_keyed.sql); then the limited
 /// queues reached, each under its lock (skipped when another claim holds it, so two such
@@ -362,7 +362,7 @@ fn serve_in_turn(
         let mut wanted = if reached == 0 { places } else { 0 };
         if let Some((queue, _)) = rows.reached.last() {
             // The walk came round to the queue it started after, alone: no other queue
-            // had a due job (src/fair_share.rs tries only_queue next).
+            // had a due job (src/flow/fair_share.rs tries only_queue next).
             if reached == 1 && turn.limited.is_empty() && place.as_deref() == Some(queue.as_str()) {
                 fair_share::reached_alone(queue);
             }
@@ -423,9 +423,9 @@ fn serve_in_turn(
 }
 
 /// Ordered jobs in the places other passes left in `shares` (queue and places), after the
-/// turn of such claims, in a snapshot that sees every one that committed (src/turns.rs;
-/// claim_keyed.sql: no expired lease, so none gives up). Returns the queues that filled
-/// their places.
+/// turn of such claims, in a snapshot that sees every one that committed
+/// (src/flow/turns.rs; claim_keyed.sql: no expired lease, so none gives up). Returns the
+/// queues that filled their places.
 fn claim_keyed(
     client: &mut SpiClient<'_>,
     shares: &[(String, usize)],
@@ -433,7 +433,8 @@ fn claim_keyed(
     claimed: &mut Vec<Job>,
 ) -> Result<Vec<String>> {
     // Not had without waiting in a transaction that finished an ordered job (two such
-    // would wait for each other): its ordered jobs are the next claim's (src/turns.rs).
+    // would wait for each other): its ordered jobs are the next claim's
+    // (src/flow/turns.rs).
     if !turns::take_keyed_turn(queue_relation_oids(client)?.0) {
         return Ok(Vec::new());
     }
@@ -673,8 +674,8 @@ fn claim_rounds(
 
 /// Finishes as failed the jobs a claim found with every attempt used under an expired
 /// lease, which that claim still holds locked (give_up.sql), and lets the jobs that waited
-/// for their keys go (src/key_waits.rs). Returns how many finished, and whether some had
-/// a key.
+/// for their keys go (src/flow/key_waits.rs). Returns how many finished, and whether some
+/// had a key.
 fn give_up(
     client: &mut SpiClient<'_>,
     ids: Vec<i64>,

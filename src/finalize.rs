@@ -6,15 +6,15 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::flow;
+use crate::flow::key_waits;
+use crate::flow::turns;
 use crate::guards::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
 use crate::guards::stamp::{stamp_each, Stamp};
-use crate::key_waits;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::config;
 use crate::machinery::errors::{distinct_id, finite, or_raise, required, Result, SendJobsError};
 use crate::machinery::statements::{statement, Statement};
 use crate::machinery::wakeup;
-use crate::turns;
 
 // A batch of one (every sendjobs_finalize) skips the unnest and its join; the terminal
 // statement moves jobs to send_jobs_finished, the retry statement puts them back.
@@ -280,7 +280,7 @@ struct Finished {
     /// The jobs with an ordering key that failed for good (their key may stop).
     failed_keys: Vec<flow::FailedKey>,
     /// The ordering keys of the jobs finished or retried: the jobs that waited for them
-    /// may be free now (src/key_waits.rs).
+    /// may be free now (src/flow/key_waits.rs).
     keys: Vec<String>,
 }
 

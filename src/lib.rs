@@ -10,11 +10,9 @@ mod access;
 mod cancel;
 mod claim;
 mod enqueue;
-mod fair_share;
 mod finalize;
 mod flow;
 mod guards;
-mod key_waits;
 mod link;
 mod machinery;
 mod notify;
@@ -22,7 +20,6 @@ mod outbox;
 mod purge;
 mod redrive;
 mod stats;
-mod turns;
 
 ::pgrx::pg_module_magic!(name, version);
 

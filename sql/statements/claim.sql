@@ -4,7 +4,7 @@
 -- pending jobs and expired leases from two index-ordered branches, each limited and
 -- locked, then merged (decision 0003). Variants, from queue $4 (decision 0013):
 -- one_queue, a queue without flow control; other_queues, the same while a settings
--- change may be committing (the list src/flow.rs keeps may be stale); limited_queue, a
+-- change may be committing (the list src/flow/mod.rs keeps may be stale); limited_queue, a
 -- queue with flow control, its settings row locked by the caller, $2 its allowance;
 -- only_queue, a claim from any queue while $4 alone has pending jobs (decision 0019).
 -- Ordered jobs are claim_keyed.sql's, but in limited_queue (decision 0020). A job whose

@@ -1,6 +1,6 @@
 --- params: now timestamptz, places int8, lease interval, cursor text, skip text[], limited text[], generation_floor int8
 --- columns: job, gave_up, id, claim_order, keyed, queue, short, step, share
--- sendjobs_claim from any queue (src/claim.rs, src/fair_share.rs): the queues in turn,
+-- sendjobs_claim from any queue (src/claim.rs, src/flow/fair_share.rs): the queues in turn,
 -- each its share, in one statement (decision 0019). The walk: up to $2 queues with a due
 -- job, in name order from the one after $4 (from the oldest job's queue without one),
 -- one descent of send_jobs_pending_queue_idx each, passing over $5 and the limited

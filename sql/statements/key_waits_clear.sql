@@ -1,6 +1,6 @@
 --- params: keys text[]
 --- columns: none
--- After jobs of keys $1 finished or went back, or a key was let go (src/key_waits.rs):
+-- After jobs of keys $1 finished or went back, or a key was let go (src/flow/key_waits.rs):
 -- each key's first waiting job and its stopping job wait no more (decision 0020); in id
 -- order, so two such calls wait rather than deadlock.
 WITH freed AS MATERIALIZED (

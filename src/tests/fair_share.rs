@@ -274,7 +274,7 @@ mod tests {
     }
 
     fn run_case(ops: &[Op]) -> Result<(), String> {
-        crate::fair_share::forget_place();
+        crate::flow::fair_share::forget_place();
         let mut model = Model::default();
         let mut claims = Vec::new();
         for (index, op) in ops.iter().enumerate() {
@@ -293,7 +293,7 @@ mod tests {
     #[pg_test]
     fn an_expired_lease_and_ordered_jobs_keep_a_claim_to_its_batch() {
         one_at_a_time();
-        crate::fair_share::forget_place();
+        crate::flow::fair_share::forget_place();
         // A job of key acct0 claimed under a lease that expires at once (its worker died),
         // and 49 more ordered jobs in its queue.
         Spi::run("SELECT sendjobs_enqueue('{}', queue => 'accounts', ordering_key => 'acct0')")

@@ -19,9 +19,9 @@ mod statements;
 
 /// Tests that take turns, on a transaction-level advisory lock of their own: those whose
 /// claims take ordered jobs, since a claim in a transaction that finished an ordered job
-/// takes their turn only if no other transaction holds it (src/turns.rs: this one would
-/// then skip them, where the test's model expects them taken), and these tests hold it to
-/// their end; and those that count what their statements read (src/tests/plans.rs).
+/// takes their turn only if no other transaction holds it (src/flow/turns.rs: this one
+/// would then skip them, where the test's model expects them taken), and these tests hold
+/// it to their end; and those that count what their statements read (src/tests/plans.rs).
 pub(crate) fn one_at_a_time() {
     run("SELECT pg_advisory_xact_lock(hashtext('sendjobs src/tests one at a time'))");
 }

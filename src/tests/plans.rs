@@ -383,8 +383,8 @@ mod tests {
              SELECT 'zz-ordered', '{}', 'key-' || g FROM generate_series(1, 100000) g;
              INSERT INTO send_jobs (queue, payload) SELECT 'zz-plain', '{}' FROM generate_series(1, 5);
              ANALYZE send_jobs;");
-        crate::fair_share::forget_place();
-        crate::fair_share::reached("zz".into());
+        crate::flow::fair_share::forget_place();
+        crate::flow::fair_share::reached("zz".into());
         let read = "SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid))::int8
                       FROM pg_index WHERE indrelid = 'send_jobs'::regclass";
         let by_index = "SELECT string_agg(indexrelid::regclass || ' ' || pg_stat_get_xact_tuples_returned(indexrelid), ', ')
@@ -622,7 +622,7 @@ mod tests {
     }
 
     /// The first pass of a claim that could not have the settings lock (a change was
-    /// committing: src/flow.rs) is other_queues from the claim's queue, with a list of
+    /// committing: src/flow/mod.rs) is other_queues from the claim's queue, with a list of
     /// limited queues that may be stale. It takes nothing from a queue that has flow
     /// control in its own snapshot (here one that the list, empty, leaves out) without
     /// reading its backlog (one test of the queue named, before the scan), and takes from

@@ -4,7 +4,7 @@
 //! a job of a key finished or went back to pending, or a key was let go, the jobs that
 //! may be free now wait no more (key_waits_clear.sql).
 //!
-//! Marks are made under the turn of the claims of ordered jobs (src/turns.rs); a clear
+//! Marks are made under the turn of the claims of ordered jobs (src/flow/turns.rs); a clear
 //! holds those claims off until its transaction ends, and reads the marks in a snapshot
 //! taken after it waited for the claims in progress. So a claim that saw the finished job
 //! still unfinished, and marked the job behind it, committed before the clear, which then
@@ -12,11 +12,11 @@
 
 use pgrx::spi::SpiClient;
 
+use crate::flow::turns;
+use crate::flow::turns::read_committed;
 use crate::machinery::errors::Result;
 use crate::machinery::spi_plans::queue_relation_oids;
 use crate::machinery::statements::{statement, Statement};
-use crate::turns;
-use crate::turns::read_committed;
 
 static KEY_WAITS_CLEAR: Statement = statement!("key_waits_clear.sql");
 

@@ -4,20 +4,26 @@
 //! sendjobs_queues; a claim from a queue that has any takes that queue's row lock, so the
 //! claims of such a queue take turns, and claims no more than its settings allow.
 
+/// The turn of queues of a claim from any queue.
+pub mod fair_share;
+/// Ordered jobs waiting for their key.
+pub mod key_waits;
+/// The extension's own locks, taken in one place.
+pub mod turns;
+
 use std::cell::{Cell, RefCell};
 
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{register_xact_callback, PgXactCallbackEvent};
 
-use crate::key_waits;
+use crate::flow::turns::extension_lock;
 use crate::machinery::clock::wall_clock;
 use crate::machinery::errors::{or_raise, queue_name, required, Result, SendJobsError};
 use crate::machinery::queue_names::readable_or_known;
 use crate::machinery::spi_plans::settings_relation;
 use crate::machinery::statements::{first, statement, Statement};
 use crate::machinery::wakeup;
-use crate::turns::{self, extension_lock};
 
 static QUEUE_WAKES_WHEN_FREED: Statement = statement!("queue_wakes_when_freed.sql");
 static QUEUE_PAUSE_SAVE: Statement = statement!("queue_pause_save.sql");
@@ -161,7 +167,7 @@ fn unblock_key(ordering_key: Option<&str>) -> Result<bool> {
     Spi::connect_mut(|client| {
         let stopped =
             first::<bool>(KEY_UNBLOCK.run(client, &[key.into()])?, "stopped")? == Some(true);
-        // Its next job may be free now (src/key_waits.rs).
+        // Its next job may be free now (src/flow/key_waits.rs).
         key_waits::clear(client, vec![key.to_owned()])?;
         Ok(stopped)
     })
@@ -273,8 +279,8 @@ fn queue_limits(queue: Option<&str>) -> Result<Vec<LimitsRow>> {
 //   snapshot. When a change is committing, the claim does not wait for it: it reads the
 //   list in a statement of its own, keeps nothing, and its first pass checks each row
 //   against the settings in its own snapshot (claim.sql's other_queues).
-// The lock is sendjobs_queues' own object lock (src/turns.rs), not the relation's lock:
-// a claim that waits for a limited queue's row lock holds the relation in RowShare,
+// The lock is sendjobs_queues' own object lock (src/flow/turns.rs), not the relation's
+// lock: a claim that waits for a limited queue's row lock holds the relation in RowShare,
 // which a change's exclusive lock at its commit would wait for (deadlock).
 
 thread_local! {

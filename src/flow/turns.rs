@@ -1,6 +1,6 @@
 //! The extension's own heavyweight locks: the settings lock of sendjobs_queues
-//! (src/flow.rs) and the turn of the claims that take ordered jobs, which the finishes of
-//! ordered jobs hold off (src/key_waits.rs).
+//! (src/flow/mod.rs) and the turn of the claims that take ordered jobs, which the finishes
+//! of ordered jobs hold off (src/flow/key_waits.rs).
 //!
 //! Each is an object lock on one of the extension's relations with a sub-id of its own
 //! (pg_locks: locktype `object`, classid `pg_class`, objsubid 1). No SQL command takes
@@ -57,7 +57,7 @@ pub fn take_keyed_turn(relation: pg_sys::Oid) -> bool {
 /// Waits for the claims of ordered jobs in progress and keeps new ones off until the end of
 /// the transaction: the same lock in the row-exclusive mode, which such claims' turn
 /// conflicts with and other finishes do not. A finish of an ordered job takes it before
-/// it lets the jobs that waited for it go (src/key_waits.rs: decision 0020 says why).
+/// it lets the jobs that waited for it go (src/flow/key_waits.rs: decision 0020 says why).
 pub fn hold_off_keyed_claims(relation: pg_sys::Oid) {
     acquire(&extension_lock(relation), pg_sys::RowExclusiveLock, false);
 }
