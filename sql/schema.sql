@@ -319,7 +319,7 @@ CREATE TABLE @extschema@.sendjobs_queues (
     -- resolves a stored expression on the extension's schema, where `rate > 0` (float8
     -- against int4, which pg_catalog has no operator for) bound an operator planted there
     -- (0.3.0; tests/pg_regress/sql/stored_expressions.sql). A rate is one a day to
-    -- 1,000,000 a second (src/flow/mod.rs).
+    -- 1,000,000 a second (src/flow/settings.rs).
     CONSTRAINT sendjobs_queues_limits_check CHECK (
         (max_in_flight IS NULL OR max_in_flight OPERATOR(pg_catalog.>=) 1)
         AND (rate IS NULL) OPERATOR(pg_catalog.=) (burst IS NULL)

@@ -2,8 +2,8 @@
 
 use pgrx::prelude::*;
 
-use crate::flow;
 use crate::flow::key_waits;
+use crate::flow::limited;
 use crate::guards::fence::{stale_or_unknown, APPLIED};
 use crate::machinery::clock::wall_clock;
 use crate::machinery::errors::{or_raise, required, Result};
@@ -29,7 +29,7 @@ fn cancel(id: Option<i64>) -> Result<&'static str> {
             // A job in flight frees a place: in a capped queue, wake its workers.
             let row = rows.first();
             if let Some(queue) = row.get_by_name::<String, _>("freed_queue")? {
-                flow::wake_when_freed(client, &queue)?;
+                limited::wake_when_freed(client, &queue)?;
             }
             // The jobs that waited for it may be free now (src/flow/key_waits.rs).
             let key = row.get_by_name::<String, _>("ordering_key")?;

@@ -6,10 +6,12 @@ use pgrx::datum::Timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
+use crate::flow::allowance::{self, Lock};
+use crate::flow::blocked_keys;
 use crate::flow::fair_share;
 use crate::flow::key_waits;
+use crate::flow::limited;
 use crate::flow::turns;
-use crate::flow::{self, Lock};
 use crate::guards::fence::{generation_floor, lease_or_default};
 use crate::guards::stamp::{Stamp, TransactionLink};
 use crate::machinery::clock::wall_clock;
@@ -69,10 +71,10 @@ fn claim(batch: Option<i32>, lease: Option<Interval>, queue: Option<&str>) -> Re
     let batch = usize::try_from(batch).unwrap_or(1);
 
     Spi::connect_mut(|client| {
-        // Flow control is in use where this claim would take from (src/flow/mod.rs keeps
-        // the list): the queues without it in one statement, then from each queue with it
-        // what its settings allow, under its lock.
-        let limited = flow::limited_queues(client)?;
+        // Flow control is in use where this claim would take from (src/flow/limited.rs
+        // keeps the list): the queues without it in one statement, then from each queue
+        // with it what its settings allow, under its lock.
+        let limited = limited::limited_queues(client)?;
         match queue {
             Some(queue) => claim_one_queue(client, queue, batch, now, lease, limited),
             None => claim_any_queue(client, batch, now, lease, limited),
@@ -88,7 +90,7 @@ fn claim_one_queue(
     batch: usize,
     now: TimestampWithTimeZone,
     lease: Interval,
-    mut limited: flow::Limited,
+    mut limited: limited::Limited,
 ) -> Result<Vec<Job>> {
     let mut claimed = Vec::with_capacity(batch);
     let mut gave_up = Vec::new();
@@ -123,7 +125,7 @@ fn claim_one_queue(
     }
     // The jobs that gave up are stamped once the settings lock is released: a stamp
     // runs the linked table's code and may wait on its rows.
-    flow::first_pass_done(&mut limited);
+    limited::first_pass_done(&mut limited);
     finish_gave_up(client, &mut gave_up)?;
     if keyed && claimed.len() < batch {
         in_read_committed(|| "ordered jobs".into())?;
@@ -157,7 +159,7 @@ fn claim_any_queue(
     batch: usize,
     now: TimestampWithTimeZone,
     lease: Interval,
-    mut limited: flow::Limited,
+    mut limited: limited::Limited,
 ) -> Result<Vec<Job>> {
     let mut claimed = Vec::with_capacity(batch);
     let mut gave_up = Vec::new();
@@ -205,7 +207,7 @@ fn claim_any_queue(
             fair_share::others_seen();
         } else {
             alone = true;
-            flow::first_pass_done(&mut limited);
+            limited::first_pass_done(&mut limited);
             finish_gave_up(client, &mut gave_up)?;
             if left.keyed && claimed.len() < batch {
                 turn.fill_keyed(
@@ -231,7 +233,7 @@ fn claim_any_queue(
             )?;
             // The first pass's jobs that gave up are stamped once the settings lock is
             // released (a stamp runs the linked table's code and may wait on its rows).
-            flow::first_pass_done(&mut limited);
+            limited::first_pass_done(&mut limited);
             finish_gave_up(client, &mut gave_up)?;
             statement = &CLAIM_SHARES_CHECKED;
             if turn.kept.is_empty() {
@@ -485,7 +487,7 @@ fn claim_limited(
     gave_up: &mut GaveUp,
 ) -> Result<()> {
     in_read_committed(|| format!("queue {queue:?}"))?;
-    let Some(allowance) = flow::allowance(client, queue, wanted, lock)? else {
+    let Some(allowance) = allowance::allowance(client, queue, wanted, lock)? else {
         return Ok(());
     };
     if allowance.jobs == 0 {
@@ -507,7 +509,7 @@ fn claim_limited(
         gave_up,
     )?;
     finish_gave_up(client, gave_up)?;
-    flow::spend(client, queue, &allowance, claimed.len() - before)
+    allowance::spend(client, queue, &allowance, claimed.len() - before)
 }
 
 /// A claim that takes a turn (a limited queue's lock, the turn of ordered jobs) counts
@@ -700,7 +702,7 @@ fn give_up(
     }
     let keys: Vec<String> = failed_keys.iter().map(|(key, _, _)| key.clone()).collect();
     let let_go = !keys.is_empty();
-    flow::stop_failed_keys(client, failed_keys)?;
+    blocked_keys::stop_failed_keys(client, failed_keys)?;
     key_waits::clear(client, keys)?;
     Ok((gave_up.len() - before, let_go))
 }

@@ -5,8 +5,9 @@ use std::str::FromStr;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
-use crate::flow;
+use crate::flow::blocked_keys;
 use crate::flow::key_waits;
+use crate::flow::limited;
 use crate::flow::turns;
 use crate::guards::fence::{fenced_generation, lease_or_default, stale_or_unknown, APPLIED, STALE};
 use crate::guards::stamp::{stamp_each, Stamp};
@@ -196,7 +197,7 @@ fn finalize(
         // One slot per claim, in input order; None for a claim that did not apply.
         let mut answers: Vec<Option<Answer>> = vec![None; claims.len()];
         let mut finished = Finished {
-            limited: flow::known_limited_queues(client)?,
+            limited: limited::known_limited_queues(client)?,
             ..Finished::default()
         };
         // A retry puts the jobs with attempts left back (retried); those on their last
@@ -228,7 +229,7 @@ fn finalize(
             .ok_or_else(|| {
                 SendJobsError::Internal("a claim that did not apply was not looked up".into())
             })?;
-        flow::stop_failed_keys(client, std::mem::take(&mut finished.failed_keys))?;
+        blocked_keys::stop_failed_keys(client, std::mem::take(&mut finished.failed_keys))?;
         key_waits::clear(client, std::mem::take(&mut finished.keys))?;
         // In the call's order, as the claims were given.
         finished.to_stamp.sort_by_key(|(slot, _)| *slot);
@@ -242,7 +243,7 @@ fn finalize(
             wakeup::after_finish(client, finished.readers)?;
         }
         for queue in &finished.freed {
-            flow::wake_when_freed(client, queue)?;
+            limited::wake_when_freed(client, queue)?;
         }
         Ok(answers)
     })
@@ -278,7 +279,7 @@ struct Finished {
     limited: Vec<String>,
     freed: Vec<String>,
     /// The jobs with an ordering key that failed for good (their key may stop).
-    failed_keys: Vec<flow::FailedKey>,
+    failed_keys: Vec<blocked_keys::FailedKey>,
     /// The ordering keys of the jobs finished or retried: the jobs that waited for them
     /// may be free now (src/flow/key_waits.rs).
     keys: Vec<String>,

@@ -4,11 +4,11 @@
 -- pending jobs and expired leases from two index-ordered branches, each limited and
 -- locked, then merged (decision 0003). Variants, from queue $4 (decision 0013):
 -- one_queue, a queue without flow control; other_queues, the same while a settings
--- change may be committing (the list src/flow/mod.rs keeps may be stale); limited_queue, a
--- queue with flow control, its settings row locked by the caller, $2 its allowance;
--- only_queue, a claim from any queue while $4 alone has pending jobs (decision 0019).
--- Ordered jobs are claim_keyed.sql's, but in limited_queue (decision 0020). A job whose
--- last lease expired is not claimed: it comes back with gave_up, still locked, for
+-- change may be committing (the list src/flow/limited.rs keeps may be stale);
+-- limited_queue, a queue with flow control, its settings row locked by the caller, $2 its
+-- allowance; only_queue, a claim from any queue while $4 alone has pending jobs (decision
+-- 0019). Ordered jobs are claim_keyed.sql's, but in limited_queue (decision 0020). A job
+-- whose last lease expired is not claimed: it comes back with gave_up, still locked, for
 -- give_up.sql (invariant 8; decision 0014). claim_order is the pending indexes'
 -- expression (sql/schema.sql); "lease_expires_at IS NOT NULL" keeps the generic plan on
 -- the lease index; "claimed_at < $1" keeps a later round of this call off what an earlier

@@ -1,7 +1,7 @@
 --- params: queue text
 --- columns: paused, max_in_flight, rate, burst, tokens, tokens_at
--- sendjobs_claim (src/flow/mod.rs): queue $1's flow-control settings, its row locked until
--- the claim's transaction ends, so its claims take turns. No row: no settings.
+-- sendjobs_claim (src/flow/allowance.rs): queue $1's flow-control settings, its row locked
+-- until the claim's transaction ends, so its claims take turns. No row: no settings.
 SELECT paused, max_in_flight, rate, burst, tokens, tokens_at
   FROM @extschema@.sendjobs_queues WHERE queue = $1
 --- variant wait

@@ -256,7 +256,7 @@ SELECT q.queue,
        coalesce(f.cancelled, 0) AS cancelled_5m,
        coalesce(p.estimated, false) OR NOT coalesce(w.exact, true) AS estimated,
        v.dead_tuples, v.oldest_xmin_age, v.oldest_xmin_xids,
-       -- flow control (src/flow/mod.rs): the tokens as the next claim would find them
+       -- flow control (src/flow/allowance.rs): the tokens as the next claim would find them
        coalesce(s.paused, false) AS paused, s.max_in_flight, s.rate,
        least(s.burst, s.tokens + s.rate * greatest(0, pg_catalog.date_part('epoch', $1 - s.tokens_at))) AS tokens
   FROM (SELECT queue FROM pending UNION SELECT queue FROM held UNION SELECT queue FROM finished) AS q

@@ -1,6 +1,6 @@
 //! The extension's own heavyweight locks: the settings lock of sendjobs_queues
-//! (src/flow/mod.rs) and the turn of the claims that take ordered jobs, which the finishes
-//! of ordered jobs hold off (src/flow/key_waits.rs).
+//! (src/flow/limited.rs) and the turn of the claims that take ordered jobs, which the
+//! finishes of ordered jobs hold off (src/flow/key_waits.rs).
 //!
 //! Each is an object lock on one of the extension's relations with a sub-id of its own
 //! (pg_locks: locktype `object`, classid `pg_class`, objsubid 1). No SQL command takes

@@ -33,7 +33,7 @@ struct PlanCache {
     send_jobs: pg_sys::Oid,
     /// `send_jobs_id_seq`, the ids' sequence (a keyed enqueue draws its job's id from it).
     id_sequence: pg_sys::Oid,
-    /// `sendjobs_queues`, the queues' settings (src/flow/mod.rs keeps which have flow
+    /// `sendjobs_queues`, the queues' settings (src/flow/limited.rs keeps which have flow
     /// control).
     settings: pg_sys::Oid,
     /// The extension's schema by oid, and its name when the plans were made: a renamed
@@ -151,8 +151,8 @@ pub fn queue_relation_oids(client: &SpiClient<'_>) -> Result<(pg_sys::Oid, pg_sy
     with_cache(client, |cache| (cache.send_jobs, cache.id_sequence))
 }
 
-/// The oid of `sendjobs_queues`, the queues' settings (src/flow/mod.rs: the lock and the
-/// invalidation that keep each backend's list of limited queues current).
+/// The oid of `sendjobs_queues`, the queues' settings (src/flow/limited.rs: the lock and
+/// the invalidation that keep each backend's list of limited queues current).
 pub fn settings_relation(client: &SpiClient<'_>) -> Result<pg_sys::Oid> {
     with_cache(client, |cache| cache.settings)
 }

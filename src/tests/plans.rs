@@ -622,8 +622,8 @@ mod tests {
     }
 
     /// The first pass of a claim that could not have the settings lock (a change was
-    /// committing: src/flow/mod.rs) is other_queues from the claim's queue, with a list of
-    /// limited queues that may be stale. It takes nothing from a queue that has flow
+    /// committing: src/flow/limited.rs) is other_queues from the claim's queue, with a list
+    /// of limited queues that may be stale. It takes nothing from a queue that has flow
     /// control in its own snapshot (here one that the list, empty, leaves out) without
     /// reading its backlog (one test of the queue named, before the scan), and takes from
     /// the others.

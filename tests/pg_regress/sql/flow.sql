@@ -237,7 +237,7 @@ COMMIT;
 SELECT queue, status, count(*) FROM send_jobs WHERE queue LIKE 'rr-%' GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- ----------------------------------------------------------------------------
--- The backend's list of limited queues (src/flow/mod.rs, decision 0013)
+-- The backend's list of limited queues (src/flow/limited.rs, decision 0013)
 -- ----------------------------------------------------------------------------
 -- A claim keeps the list of queues with flow control from one call to the next; a change
 -- in this session's own transaction is seen by its next claim, and forgotten when the
