@@ -294,7 +294,7 @@ CREATE TABLE @extschema@.sendjobs_transaction_link (
     on_sent       text     NOT NULL,
     on_failed     text     NOT NULL,
     on_redrive    text     NOT NULL,
-    -- Who linked it: the stamps run as this role (src/link.rs).
+    -- Who linked it: the stamps run as this role (src/verbs/link.rs).
     linked_by     regrole  NOT NULL
 );
 

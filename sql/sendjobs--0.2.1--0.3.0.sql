@@ -135,7 +135,8 @@ BEGIN
     END LOOP;
 END $$;
 
--- The new functions, as the install script makes them (pgrx writes it from src/outbox.rs).
+-- The new functions, as the install script makes them (pgrx writes it from
+-- src/verbs/outbox.rs).
 CREATE FUNCTION @extschema@."sendjobs_create_consumer"(
 	"consumer" pg_catalog.text,
 	"from_start" pg_catalog.bool DEFAULT false,

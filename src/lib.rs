@@ -6,20 +6,15 @@
 
 use pgrx::prelude::*;
 
-mod access;
-mod cancel;
-mod claim;
-mod enqueue;
-mod finalize;
+// Four rooms, each importing only those below it: docs/architecture.md.
+/// Flow control and the turn of queues: what a claim obeys beside its order.
 mod flow;
+/// The guards: a claim's fence, the state rule, the terminal guard.
 mod guards;
-mod link;
+/// The machinery the others stand on: statements, plans, errors, settings.
 mod machinery;
-mod notify;
-mod outbox;
-mod purge;
-mod redrive;
-mod stats;
+/// The verbs: the SQL functions users call, one file each.
+mod verbs;
 
 ::pgrx::pg_module_magic!(name, version);
 

@@ -1,8 +1,8 @@
 --- params: level text
 --- columns: privilege
--- sendjobs_grant and sendjobs_revoke (src/access.rs): the privileges access level $1
+-- sendjobs_grant and sendjobs_revoke (src/verbs/access.rs): the privileges access level $1
 -- holds, as the text between GRANT and TO; no level writes the tables (decision 0005).
--- `{schema}` is put in by src/access.rs, quoted: `@extschema@` inside a literal would
+-- `{schema}` is put in by src/verbs/access.rs, quoted: `@extschema@` inside a literal would
 -- not be.
 SELECT level.privilege
   FROM (VALUES

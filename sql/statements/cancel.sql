@@ -1,9 +1,9 @@
 --- params: id int8, now timestamptz
 --- columns: id, freed_queue, ordering_key
--- sendjobs_cancel (src/cancel.rs): job $1, pending or in_flight, is cancelled and moves
--- to send_jobs_finished (its row is the event); its holder's finalize and heartbeat get
--- 'stale'. "freed_queue": a place came free (src/machinery/wakeup.rs); "ordering_key": for
--- src/flow/key_waits.rs.
+-- sendjobs_cancel (src/verbs/cancel.rs): job $1, pending or in_flight, is cancelled and
+-- moves to send_jobs_finished (its row is the event); its holder's finalize and heartbeat
+-- get 'stale'. "freed_queue": a place came free (src/machinery/wakeup.rs); "ordering_key":
+-- for src/flow/key_waits.rs.
 WITH leaving AS (
     DELETE FROM ONLY @extschema@.send_jobs
      WHERE id = $1 AND status IN ('pending', 'in_flight')

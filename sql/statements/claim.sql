@@ -1,7 +1,7 @@
 --- params: now timestamptz, batch int8, lease interval, queue text, generation_floor int8
 --- columns: job, gave_up, id, claim_order, keyed, others
--- sendjobs_claim (src/claim.rs): take up to $2 due jobs under a lease, in claim order:
--- pending jobs and expired leases from two index-ordered branches, each limited and
+-- sendjobs_claim (src/verbs/claim.rs): take up to $2 due jobs under a lease, in claim
+-- order: pending jobs and expired leases from two index-ordered branches, each limited and
 -- locked, then merged (decision 0003). Variants, from queue $4 (decision 0013):
 -- one_queue, a queue without flow control; other_queues, the same while a settings
 -- change may be committing (the list src/flow/limited.rs keeps may be stale);

@@ -1,12 +1,12 @@
 --- params: now timestamptz, lease interval, queues text[], places int8[], generation_floor int8
 --- columns: job, id, claim_order, queue, places_left
--- Ordered jobs for sendjobs_claim (src/claim.rs): up to $4[i] jobs of queue $3[i], the
--- places the claim's other pass left, after the turn of such claims (src/flow/turns.rs), so
--- this snapshot sees every committed claim of an ordered job. A job is free when its
--- key has no older unfinished job and none in flight, and is not stopped but by it (a
--- stopped key hands out only its failed job's redrive). The jobs a scan passed over were
--- not free: they wait for their key (waits_for_key) until key_waits_clear.sql (decision
--- 0020). Expired leases, the claim order, the TID scan: claim.sql's.
+-- Ordered jobs for sendjobs_claim (src/verbs/claim.rs): up to $4[i] jobs of queue $3[i],
+-- the places the claim's other pass left, after the turn of such claims
+-- (src/flow/turns.rs), so this snapshot sees every committed claim of an ordered job. A job
+-- is free when its key has no older unfinished job and none in flight, and is not stopped
+-- but by it (a stopped key hands out only its failed job's redrive). The jobs a scan passed
+-- over were not free: they wait for their key (waits_for_key) until key_waits_clear.sql
+-- (decision 0020). Expired leases, the claim order, the TID scan: claim.sql's.
 WITH
 shares AS MATERIALIZED (
     SELECT share.queue, share.jobs, head.claim_order AS head, head.id AS head_id

@@ -1,8 +1,8 @@
 --- params: now timestamptz, places int8, lease interval, cursor text, skip text[], limited text[], generation_floor int8
 --- columns: job, gave_up, id, claim_order, keyed, queue, short, step, share
--- sendjobs_claim from any queue (src/claim.rs, src/flow/fair_share.rs): the queues in turn,
--- each its share, in one statement (decision 0019). The walk: up to $2 queues with a due
--- job, in name order from the one after $4 (from the oldest job's queue without one),
+-- sendjobs_claim from any queue (src/verbs/claim.rs, src/flow/fair_share.rs): the queues in
+-- turn, each its share, in one statement (decision 0019). The walk: up to $2 queues with a
+-- due job, in name order from the one after $4 (from the oldest job's queue without one),
 -- one descent of send_jobs_pending_queue_idx each, passing over $5 and the limited
 -- queues whose settings allow none. The shares: $2 split evenly, the odd places to the
 -- first reached; a limited queue's ($6) is left to its own pass under its lock, the
@@ -161,8 +161,8 @@ SELECT NULL, true, id, claim_order, false, NULL, false, NULL, NULL FROM picked W
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, false, turn.queue, false, turn.step, turn.jobs FROM turn
 -- The queues short of their share, with the places each left and whether it has ordered
--- jobs that may be free (one probe of send_jobs_pending_keyed_queue_idx): src/claim.rs
--- claims those in the places left.
+-- jobs that may be free (one probe of send_jobs_pending_keyed_queue_idx):
+-- src/verbs/claim.rs claims those in the places left.
 UNION ALL
 SELECT NULL, NULL, NULL, NULL,
        EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS k

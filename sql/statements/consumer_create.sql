@@ -1,6 +1,6 @@
 --- params: consumer text, from_start bool, now timestamptz, reader oid, wake bool
 --- columns: consumer
--- sendjobs_create_consumer (src/outbox.rs): a consumer that has passed every event
+-- sendjobs_create_consumer (src/verbs/outbox.rs): a consumer that has passed every event
 -- visible now, or none ('1:1:') with from_start; as read_events.sql takes a batch.
 INSERT INTO @extschema@.sendjobs_consumers (consumer, passed, created_at, reader, wake)
 VALUES ($1, CASE WHEN $2 THEN '1:1:'::pg_catalog.pg_snapshot

@@ -1,6 +1,6 @@
 --- params: payload jsonb, queue text, next_attempt_at timestamptz, transaction_id text, idempotency_key text, max_attempts int4, id_sequence oid, ordering_key text, priority int2
 --- columns: id
--- sendjobs_enqueue (src/enqueue.rs): add a job; nothing when its idempotency key is
+-- sendjobs_enqueue (src/verbs/enqueue.rs): add a job; nothing when its idempotency key is
 -- taken. $7 is send_jobs_id_seq's oid. Variant with_key inserts the key into
 -- send_job_keys first (keys are unique across both tables: sql/schema.sql), then the job.
 --- variant with_key

@@ -1,7 +1,7 @@
 --- params: payloads jsonb[], queues text[], run_at timestamptz[], transaction_ids text[], idempotency_keys text[], max_attempts int4[], ordering_keys text[], priorities int4[], id_sequence oid, now timestamptz, default_max_attempts int4
 --- columns: ids, taken_keys
--- sendjobs_enqueue_many (src/enqueue.rs): the jobs of $1, each as enqueue.sql adds one,
--- ids drawn in $1's order, which jobs sharing an ordering key keep (decision 0023).
+-- sendjobs_enqueue_many (src/verbs/enqueue.rs): the jobs of $1, each as enqueue.sql adds
+-- one, ids drawn in $1's order, which jobs sharing an ordering key keep (decision 0023).
 -- $2-$8 hold one value per job or one for all.
 -- A job whose key is taken is not inserted: its id is NULL, its key in taken_keys.
 WITH job AS MATERIALIZED (

@@ -1,10 +1,10 @@
 --- params: ids int8[], generations int8[], outcome text, now timestamptz, retry_at timestamptz, backoff_base_ms float8, backoff_max_ms float8, error text
 --- columns: id, status, attempts, transaction_id, readers, queue, ordering_key
--- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs): the finish of claims
--- ($1[i], $2[i]), each fenced on its own, and for each claim it applied what the caller
--- and the business-row stamp need, in no order (src/finalize.rs orders them). Variants:
--- batch and one (a batch of one, without the unnest and the join); each terminal (the
--- job moves to send_jobs_finished, where its row is its event) or, as batch_retry and
+-- sendjobs_finalize and sendjobs_finalize_batch (src/verbs/finalize.rs): the finish of
+-- claims ($1[i], $2[i]), each fenced on its own, and for each claim it applied what the
+-- caller and the business-row stamp need, in no order (src/verbs/finalize.rs orders them).
+-- Variants: batch and one (a batch of one, without the unnest and the join); each terminal
+-- (the job moves to send_jobs_finished, where its row is its event) or, as batch_retry and
 -- one_retry, a retry with attempts left. A retry runs its retry variant, then the
 -- terminal one with $3 'retry' for the claims it did not apply: a retry on its last
 -- attempt becomes 'failed' (decision 0014). The backoff, base * 2^(attempts - 1) capped

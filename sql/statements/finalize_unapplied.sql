@@ -1,6 +1,6 @@
 --- params: ids int8[], generations int8[], outcome text
 --- columns: id, status, attempts, repeated
--- sendjobs_finalize and sendjobs_finalize_batch (src/finalize.rs), for the claims
+-- sendjobs_finalize and sendjobs_finalize_batch (src/verbs/finalize.rs), for the claims
 -- ($1[i], $2[i]) that finalize.sql did not apply with outcome $3: what each job is now
 -- (status NULL: no such job), and whether this claim was already finalized so
 -- ("repeated"), in input order (decision 0012). A statement of its own, so that in READ

@@ -1,6 +1,6 @@
 --- params: id int8, generation int8, now timestamptz, lease interval, capped bool
 --- columns: id
--- sendjobs_heartbeat (src/finalize.rs): extend the lease of claim ($1, $2) to $3 + $4
+-- sendjobs_heartbeat (src/verbs/finalize.rs): extend the lease of claim ($1, $2) to $3 + $4
 -- while it is the current one. An expired lease of a capped queue is not revived, as it
 -- may have lost its place (decision 0013); $5: the queue is capped as committed now
 -- (decision 0017).

@@ -1,7 +1,7 @@
 --- params: none
 --- columns: stamp_sql, on_sent, on_failed, tbl, missing_column, key_type, on_redrive, linked_by, linker_exists, search_path
--- The current link (src/link.rs), as stamping needs it: the stamp statement, built from
--- the catalog at each use (a renamed table still works), a dropped or renamed column
+-- The current link (src/verbs/link.rs), as stamping needs it: the stamp statement, built
+-- from the catalog at each use (a renamed table still works), a dropped or renamed column
 -- named, the linker, and the search_path the stamp runs with: pg_catalog, the schemas of
 -- the table and of its two columns' types, pg_temp; never the caller's (decision 0005).
 SELECT pg_catalog.format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %I = CAST($2 AS %s)',

@@ -1,6 +1,6 @@
 --- params: tbl regclass, key_column text, status_column text, on_sent text, on_failed text, on_redrive text, linked_by oid
 --- columns: none
--- sendjobs_link_transactions (src/link.rs): declare (or replace) the one link.
+-- sendjobs_link_transactions (src/verbs/link.rs): declare (or replace) the one link.
 -- $7 is the role that links it: the caller; stamps run as it.
 INSERT INTO @extschema@.sendjobs_transaction_link
        (tbl, key_column, status_column, on_sent, on_failed, on_redrive, linked_by)

@@ -1,4 +1,4 @@
 --- params: none
 --- columns: none
--- sendjobs_unlink_transactions (src/link.rs): remove the link.
+-- sendjobs_unlink_transactions (src/verbs/link.rs): remove the link.
 DELETE FROM @extschema@.sendjobs_transaction_link

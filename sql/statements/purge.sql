@@ -1,7 +1,7 @@
 --- params: cutoff timestamptz, batch int8
 --- columns: deleted
--- sendjobs_purge (src/purge.rs): delete up to $2 finished jobs that finished before $1,
--- with their idempotency keys and earlier attempts, found by age through
+-- sendjobs_purge (src/verbs/purge.rs): delete up to $2 finished jobs that finished before
+-- $1, with their idempotency keys and earlier attempts, found by age through
 -- send_jobs_finished_finished_at_idx (SKIP LOCKED: a job a redrive holds stays). Also
 -- kept: a redrive's new job while the failed job is (race11-redrive-across-purge.spec),
 -- an event a consumer has not passed (decision 0011), a failed job that stops its key.

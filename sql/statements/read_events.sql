@@ -1,6 +1,6 @@
 --- params: consumer text, max int8, now timestamptz
 --- columns: job_id, transaction_id, kind, claim_generation, created_at, queue
--- sendjobs_read_events (src/outbox.rs), second statement: up to $2 events of the
+-- sendjobs_read_events (src/verbs/outbox.rs), second statement: up to $2 events of the
 -- consumer's batch after its read position, and the position moved past them. A batch
 -- is the events visible in `batch` and not in `passed` (the last batch's), so each event
 -- is in exactly one batch whatever order their transactions committed in (decision

@@ -1,9 +1,9 @@
 --- params: ids int8[], now timestamptz
 --- columns: id, new_id, created, transaction_id, queue
--- sendjobs_redrive (src/redrive.rs), second statement: each failed job of $1, locked by
--- redrive_lock.sql, sent again as a new job due at $2, redrive_of naming it (no
+-- sendjobs_redrive (src/verbs/redrive.rs), second statement: each failed job of $1, locked
+-- by redrive_lock.sql, sent again as a new job due at $2, redrive_of naming it (no
 -- idempotency key: the failed job keeps its own). A job redriven before returns its
--- first new job. Jobs of $1 that are not failed have no row (src/redrive.rs).
+-- first new job. Jobs of $1 that are not failed have no row (src/verbs/redrive.rs).
 WITH failed AS MATERIALIZED (
     SELECT id, queue, payload, transaction_id, max_attempts, ordering_key, priority FROM @extschema@.send_jobs_finished
      WHERE id = ANY ($1) AND status = 'failed'

@@ -1,7 +1,7 @@
 --- params: now timestamptz, send_jobs oid
 --- columns: queue, ready, scheduled, in_flight, expired, at_last_attempt, oldest_ready_age, sent_5m, failed_5m, cancelled_5m, estimated, dead_tuples, oldest_xmin_age, oldest_xmin_xids, paused, max_in_flight, rate, tokens
--- sendjobs_stats (src/stats.rs): one row per queue with unfinished jobs or events in the
--- last 5 minutes; $1 now, $2 send_jobs' oid. Its cost is bounded whatever the backlog:
+-- sendjobs_stats (src/verbs/stats.rs): one row per queue with unfinished jobs or events in
+-- the last 5 minutes; $1 now, $2 send_jobs' oid. Its cost is bounded whatever the backlog:
 -- each count is exact up to 10,000 and may be estimated from a sample above, one id
 -- drawn in each of as many equal slices, a count being hits x slice width (decision
 -- 0010; the rules: docs/reference.md, sendjobs_stats; the plan: src/tests/plans.rs).

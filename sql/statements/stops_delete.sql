@@ -1,7 +1,7 @@
 --- params: keys text[]
 --- columns: none
--- sendjobs_purge (src/purge.rs): of the stops stops_lock.sql locked, those whose job no
--- longer holds its key, judged in a snapshot taken after the locks.
+-- sendjobs_purge (src/verbs/purge.rs): of the stops stops_lock.sql locked, those whose job
+-- no longer holds its key, judged in a snapshot taken after the locks.
 DELETE FROM @extschema@.sendjobs_blocked_keys AS blocked
  WHERE blocked.ordering_key = ANY ($1)
    AND NOT EXISTS (SELECT FROM ONLY @extschema@.send_jobs AS stopping WHERE stopping.id = blocked.job_id)

@@ -17,10 +17,10 @@ use crate::machinery::wakeup;
 static LIMITED_QUEUES: Statement = statement!("limited_queues.sql");
 static QUEUE_WAKES_WHEN_FREED: Statement = statement!("queue_wakes_when_freed.sql");
 
-// Which queues have flow control, as a claim's first pass needs to know (src/claim.rs:
-// it leaves them out, to be claimed one by one under their locks). Read from
-// sendjobs_queues once, then kept by each backend until a change commits: reading it in
-// every claim's statement was the largest cost flow control added to a claim from any
+// Which queues have flow control, as a claim's first pass needs to know
+// (src/verbs/claim.rs: it leaves them out, to be claimed one by one under their locks).
+// Read from sendjobs_queues once, then kept by each backend until a change commits: reading
+// it in every claim's statement was the largest cost flow control added to a claim from any
 // queue (decision 0013, "Where a queue without settings pays"). What keeps the kept list
 // true (decision 0013, "Which queues have flow control"):
 // - a change (sendjobs_pause, sendjobs_resume, sendjobs_limit) invalidates the
@@ -84,7 +84,7 @@ pub struct Limited {
     /// The queues with flow control, in name order.
     pub queues: Vec<String>,
     /// Those of them that are paused (empty under REPEATABLE READ and SERIALIZABLE, where
-    /// a claim from any queue leaves every limited queue to the end: src/claim.rs).
+    /// a claim from any queue leaves every limited queue to the end: src/verbs/claim.rs).
     pub paused: Vec<String>,
     /// The settings lock this claim holds until `first_pass_done`: the list is exact for
     /// the first pass. None: a change was committing, the list is only as of its read,
@@ -148,8 +148,8 @@ pub fn limited_queues(client: &SpiClient<'_>) -> Result<Limited> {
 }
 
 /// The queues with flow control as this backend knows them now, for a finish's wake-up of
-/// a capped queue (src/finalize.rs): the kept list, read again after a change reached this
-/// backend; no settings lock, so a change committing at this moment may be missed (a
+/// a capped queue (src/verbs/finalize.rs): the kept list, read again after a change reached
+/// this backend; no settings lock, so a change committing at this moment may be missed (a
 /// wake-up less: the workers wait for their lease's end or their poll). A list read here
 /// is kept for the claims too: every change that was visible to its read is in it, and
 /// one that was not yet sends its invalidation after, which makes the next claim read it

@@ -1,6 +1,6 @@
 //! The business-row stamp: an applied terminal finalize, a job that gave up and a redrive
-//! set the linked business row's status (sendjobs_link_transactions, src/link.rs), in the
-//! caller's transaction and through any guard on the table.
+//! set the linked business row's status (sendjobs_link_transactions, src/verbs/link.rs), in
+//! the caller's transaction and through any guard on the table.
 
 use std::ffi::CString;
 use std::rc::Rc;

@@ -8,10 +8,10 @@
 //! caller's search_path can stand in for pg_catalog's (tests/pg_regress/sql/security.sql
 //! plants them). The queue statements also run as the extension's owner, the way
 //! Postgres runs its own foreign-key checks: callers need EXECUTE on our functions, and
-//! no privilege on the queue tables. The business-row stamp (src/link.rs) runs as the role
-//! that linked the table, restricted (`Scope::Linker`), with a search_path of the table's
-//! schema and types: the linked table's code (its triggers, its types' functions) runs with the
-//! rights of whoever linked it, never a caller's.
+//! no privilege on the queue tables. The business-row stamp (src/verbs/link.rs) runs as the
+//! role that linked the table, restricted (`Scope::Linker`), with a search_path of the
+//! table's schema and types: the linked table's code (its triggers, its types' functions)
+//! runs with the rights of whoever linked it, never a caller's.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -223,7 +223,7 @@ pub fn within_planned<R>(
     within_path(scope, planning, c"pg_catalog, pg_temp", f)
 }
 
-/// `within_planned` with `search_path` set to `path` (the stamp's: src/link.rs).
+/// `within_planned` with `search_path` set to `path` (the stamp's: src/verbs/link.rs).
 pub fn within_path<R>(
     scope: Scope,
     planning: Planning,
@@ -301,8 +301,8 @@ pub fn plan(
     keep(client, sql, args, None)
 }
 
-/// `plan` for the statements that run the linked table's code (src/link.rs): prepared in
-/// the scope and with the search_path they run in.
+/// `plan` for the statements that run the linked table's code (src/verbs/link.rs): prepared
+/// in the scope and with the search_path they run in.
 pub fn plan_as_linker(
     client: &SpiClient<'_>,
     sql: &str,

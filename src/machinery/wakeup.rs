@@ -1,8 +1,8 @@
 //! Wake-ups: workers LISTEN on `sendjobs_wakeup` instead of polling. Opt-in per queue
-//! (sendjobs_notify, src/notify.rs); an enqueue into such a queue sends one NOTIFY per
-//! queue and transaction, with the queue's name as payload. The outbox's consumers LISTEN
-//! on `sendjobs_events`: a transaction that finishes jobs while the outbox has a consumer
-//! created with `wake` sends one NOTIFY there, with an empty payload.
+//! (sendjobs_notify, src/verbs/notify.rs); an enqueue into such a queue sends one NOTIFY
+//! per queue and transaction, with the queue's name as payload. The outbox's consumers
+//! LISTEN on `sendjobs_events`: a transaction that finishes jobs while the outbox has a
+//! consumer created with `wake` sends one NOTIFY there, with an empty payload.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

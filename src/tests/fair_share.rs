@@ -114,7 +114,7 @@ mod tests {
             reached
         }
 
-        /// src/claim.rs claim_any_queue, for queues without flow control but a pause.
+        /// src/verbs/claim.rs claim_any_queue, for queues without flow control but a pause.
         fn claim(&mut self, batch: usize) -> Vec<i64> {
             let mut claimed = Vec::new();
             let mut passed: Vec<usize> = if self.paused { vec![3] } else { Vec::new() };

@@ -1,4 +1,5 @@
-//! sendjobs_link_transactions (src/link.rs): stamping business rows, key types, search_path.
+//! sendjobs_link_transactions (src/verbs/link.rs): stamping business rows, key types,
+//! search_path.
 
 #[pgrx::pg_schema]
 mod tests {

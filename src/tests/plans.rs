@@ -20,9 +20,9 @@ mod tests {
     }
 
     /// Prepares the claim's other_queues variant as `name`, planned for the values of each
-    /// EXECUTE, as src/claim.rs runs it.
+    /// EXECUTE, as src/verbs/claim.rs runs it.
     fn prepare_other_queues(name: &str) {
-        let sql = crate::claim::CLAIM_OTHER_QUEUES
+        let sql = crate::verbs::claim::CLAIM_OTHER_QUEUES
             .text()
             .replace("@extschema@", "public");
         run(&format!(
@@ -49,20 +49,20 @@ mod tests {
                 .is_some_and(|children| children.iter().any(any_sort))
     }
 
-    /// Prepares the statements of a claim from any queue (src/claim.rs): the walk of the
-    /// queues and their shares' claim, by index scans alone; as claim_probe, and as
+    /// Prepares the statements of a claim from any queue (src/verbs/claim.rs): the walk of
+    /// the queues and their shares' claim, by index scans alone; as claim_probe, and as
     /// claim_checked its variant that checks each queue against the settings.
     fn prepare_any_queue() {
         for (name, statement) in [
-            ("claim_probe", &crate::claim::CLAIM_SHARES_EXACT),
-            ("claim_checked", &crate::claim::CLAIM_SHARES_CHECKED),
+            ("claim_probe", &crate::verbs::claim::CLAIM_SHARES_EXACT),
+            ("claim_checked", &crate::verbs::claim::CLAIM_SHARES_CHECKED),
         ] {
             let shares = statement.text().replace("@extschema@", "public");
             run(&format!(
                 "PREPARE {name}(timestamptz, int8, interval, text, text[], text[]) AS {shares}"
             ));
         }
-        // As src/claim.rs plans it (spi_plans::Planning::IndexOrdered).
+        // As src/verbs/claim.rs plans it (spi_plans::Planning::IndexOrdered).
         run("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
     }
 
@@ -122,7 +122,7 @@ mod tests {
         // With one queue alone, the shortcut (claim.sql's only_queue): its two probes for
         // another queue and the claim, without a scan of the table (as an EXISTS, the
         // probes were sequential scans under the generic plan).
-        let only = crate::claim::CLAIM_ONLY_QUEUE
+        let only = crate::verbs::claim::CLAIM_ONLY_QUEUE
             .text()
             .replace("@extschema@", "public");
         run(&format!(
@@ -138,7 +138,8 @@ mod tests {
             );
         }
         // A claim from one queue, while a change of the settings is committing, takes
-        // from it with its variant planned for the values (src/claim.rs): the same bound.
+        // from it with its variant planned for the values (src/verbs/claim.rs): the same
+        // bound.
         prepare_other_queues("claim_others");
         let (read, plan) =
             entries_read("EXECUTE claim_others(clock_timestamp(), 10, '1 minute', 'default')");
@@ -188,7 +189,7 @@ mod tests {
              INSERT INTO send_jobs (queue, payload, next_attempt_at)
              SELECT 'paused', '{}', now() - interval '2 hours' FROM generate_series(1, 100000);");
         prepare_any_queue();
-        let named = crate::claim::CLAIM_ONE_QUEUE
+        let named = crate::verbs::claim::CLAIM_ONE_QUEUE
             .text()
             .replace("@extschema@", "public");
         run(&format!(
@@ -220,8 +221,8 @@ mod tests {
             }
             // A claim that names a queue (claim.sql's one_queue, by index scans alone as
             // well): the burst's queue, and a small one beside it; and sendjobs_claim itself,
-            // as src/claim.rs plans it, counted by the index entries it returned (its probe
-            // for ordered jobs of the queue read the burst's 100,000 by
+            // as src/verbs/claim.rs plans it, counted by the index entries it returned (its
+            // probe for ordered jobs of the queue read the burst's 100,000 by
             // send_jobs_pending_queue_idx before send_jobs_pending_keyed_queue_idx).
             for queue in [burst, "q10"] {
                 let read = "SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid))::int8
@@ -306,9 +307,9 @@ mod tests {
     /// nothing once a claim has passed over it. 20,000 jobs of key `line` wait behind its
     /// first job, in flight, and 100 ordered jobs of other keys are due after them, in
     /// one queue: the first claim takes 10 of those and marks the line as waiting; the
-    /// next claims' statement (claim_keyed.sql, as src/claim.rs runs it) then examines
-    /// about its batch in rows of send_jobs_pending_keyed_queue_idx, not the line (every
-    /// claim examined the line before, and passed over each job: decision 0020).
+    /// next claims' statement (claim_keyed.sql, as src/verbs/claim.rs runs it) then
+    /// examines about its batch in rows of send_jobs_pending_keyed_queue_idx, not the line
+    /// (every claim examined the line before, and passed over each job: decision 0020).
     #[pg_test]
     fn a_long_line_under_one_key_costs_the_ordered_claims_nothing() {
         one_at_a_time();
@@ -324,7 +325,7 @@ mod tests {
             20000,
             "the line waits for its key"
         );
-        let keyed = crate::claim::CLAIM_KEYED
+        let keyed = crate::verbs::claim::CLAIM_KEYED
             .text()
             .replace("@extschema@", "public");
         run(&format!(
@@ -418,11 +419,11 @@ mod tests {
                 one::<String>(by_index)
             );
         }
-        // The queue alone: only_queue, as src/claim.rs prepares it.
+        // The queue alone: only_queue, as src/verbs/claim.rs prepares it.
         run("UPDATE send_jobs SET status = 'in_flight', claimed_at = now(), lease_expires_at = now() + interval '1 hour',
                                   attempts = 1, claim_generation = 1
               WHERE queue = 'zz-plain' AND status = 'pending'");
-        let only = crate::claim::CLAIM_ONLY_QUEUE
+        let only = crate::verbs::claim::CLAIM_ONLY_QUEUE
             .text()
             .replace("@extschema@", "public");
         run(&format!(
@@ -490,16 +491,20 @@ mod tests {
              SELECT count(*) FROM sendjobs_claim(1000, '1 hour');");
         run("SET LOCAL plan_cache_mode = force_generic_plan");
         let statements = [
-            ("batch", crate::finalize::FINALIZE_BATCH.text(), "sent"),
-            ("one", crate::finalize::FINALIZE_ONE.text(), "sent"),
+            (
+                "batch",
+                crate::verbs::finalize::FINALIZE_BATCH.text(),
+                "sent",
+            ),
+            ("one", crate::verbs::finalize::FINALIZE_ONE.text(), "sent"),
             (
                 "batch_retry",
-                crate::finalize::FINALIZE_BATCH_RETRY.text(),
+                crate::verbs::finalize::FINALIZE_BATCH_RETRY.text(),
                 "retry",
             ),
             (
                 "one_retry",
-                crate::finalize::FINALIZE_ONE_RETRY.text(),
+                crate::verbs::finalize::FINALIZE_ONE_RETRY.text(),
                 "retry",
             ),
         ];
@@ -583,7 +588,9 @@ mod tests {
                FROM generate_series(1, 12000) g;
              ANALYZE send_jobs, send_jobs_finished;
              SELECT count(*) FROM sendjobs_claim(100, '1 hour');");
-        let sql = crate::stats::STATS.text().replace("@extschema@", "public");
+        let sql = crate::verbs::stats::STATS
+            .text()
+            .replace("@extschema@", "public");
         run(&format!("PREPARE stats_probe(timestamptz, oid) AS {sql}"));
         run("SET LOCAL plan_cache_mode = force_generic_plan");
         run("SET LOCAL max_parallel_workers_per_gather = 0"); // as src/machinery/spi_plans.rs runs it
