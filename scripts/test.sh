@@ -2,8 +2,9 @@
 # Runs every test of sendjobs, each against its own throwaway cluster, on every supported
 # PostgreSQL major (scripts/postgres-majors: 15, 16, 17 and 18):
 #   1. cargo fmt --check, and cargo clippy -D warnings for each major; ruff (format and
-#      lint) over the Python, shellcheck over the shell; the TypeScript package is built by
-#      setup.sh with tsc in strict mode;
+#      lint) over the Python, shellcheck over the shell; the reference's checks that need no
+#      server (src/'s floors among them); the TypeScript package is built by setup.sh with
+#      tsc in strict mode;
 #   2. on each major but the default: the in-database pgrx tests with the model-based test
 #      (cargo pgrx test), and the SQL suites (scripts/test-sql.sh: pg_regress, the attack
 #      suite among them, and the isolation specs) on a fresh install;
@@ -37,6 +38,7 @@ cargo fmt --check
 target/lint-venv/bin/ruff format --check --quiet .   # ruff.toml
 target/lint-venv/bin/ruff check --quiet .
 git ls-files -z '*.sh' | xargs -0 shellcheck -x
+python3 tests/reference/check.py --static   # the map, trails, paths, src/'s floors
 for major in $(all_majors); do
   cargo clippy --all-targets --no-default-features --features "pg$major pg_test" -- -D warnings
 done

@@ -14,6 +14,8 @@ the ```text block right after it must be exactly what psql printed. Then:
   * every function's entry ends with its trail (code, statements, invariants, tests);
   * what the README says of the invariants' count is the contract's;
   * every file of src/ is named in docs/architecture.md, the map;
+  * no file of src/ imports another in a circle, and none imports a room above its own
+    (the machinery, the guards, flow control, the verbs: docs/architecture.md);
   * every path docs/contract.md, docs/reference.md and docs/architecture.md cite exists
     (and a `file::name`, the function it names).
   * BENCHMARKS.md, the current figures, stays under 25,000 bytes (older runs go to the
@@ -32,6 +34,8 @@ so that the reference's own roles can be created next.
 
     python3 tests/reference/check.py            # check
     python3 tests/reference/check.py --update   # write psql's output into both pages
+    python3 tests/reference/check.py --static   # only what needs no server: the index, the
+                                                # map, counts, trails, paths, links, imports
 """
 
 import os
@@ -245,6 +249,140 @@ def architecture_coverage():
     return [name for name in files if f"`{name}`" not in map_]
 
 
+# The rooms of src/, lowest first: a file may import its own room's files and those of the
+# rooms below it (docs/architecture.md). src/lib.rs and src/tests/ stand above them all.
+FLOORS = ("machinery", "guards", "flow", "verbs")
+CRATE_PATH = re.compile(r"(?<![\w:])\$?(crate|super)((?:::(?:\w+|\{))+)")
+
+
+def expand_paths(text):
+    """Every path a Rust file names from `crate::` (or `super::`), braces expanded:
+    `crate::a::{b, c::d}` is `a::b` and `a::c::d`; `super::x` is returned as `super::x`."""
+    paths = []
+    for m in CRATE_PATH.finditer(text):
+        head = m.group(1)
+        rest = m.group(2)
+        if rest.endswith("{"):
+            # Take the whole brace group, nested ones included.
+            start, depth, i = m.end() - 1, 0, m.end() - 1
+            while i < len(text):
+                depth += {"{": 1, "}": -1}.get(text[i], 0)
+                if depth == 0:
+                    break
+                i += 1
+            prefix = rest[2:-3]
+            for item in split_group(text[start + 1 : i]):
+                paths.append(f"{head}::{prefix}::{item}" if prefix else f"{head}::{item}")
+        else:
+            paths.append(head + rest)
+    return paths
+
+
+def split_group(group):
+    """The items of a brace group, with the groups inside it expanded."""
+    items, depth, current = [], 0, ""
+    for c in group + ",":
+        if c == "," and depth == 0:
+            item = current.strip()
+            current = ""
+            if not item:
+                continue
+            inner = re.match(r"^((?:\w+::)*)\{(.*)\}$", item, re.S)
+            if inner:
+                items += [inner.group(1) + sub for sub in split_group(inner.group(2))]
+            else:
+                items.append(item.split(" as ")[0].strip())
+            continue
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        current += c
+    return items
+
+
+def module_file(parts):
+    """The file of src/ that holds the longest module prefix of `parts`, or None."""
+    for n in range(len(parts), 0, -1):
+        base = os.path.join(ROOT, "src", *parts[:n])
+        for candidate in (base + ".rs", os.path.join(base, "mod.rs")):
+            if os.path.isfile(candidate):
+                return os.path.relpath(candidate, ROOT)
+    return None
+
+
+def floor_of(path):
+    parts = path.split(os.sep)
+    return FLOORS.index(parts[1]) if len(parts) > 2 and parts[1] in FLOORS else len(FLOORS)
+
+
+def module_parts(path):
+    """`src/flow/limited.rs` is flow::limited; a mod.rs is its folder's module."""
+    parts = path[len("src/") : -len(".rs")].split(os.sep)
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    return parts
+
+
+def src_imports():
+    """Each file of src/ and the files of src/ it imports (`crate::...` and `super::...`)."""
+    graph = {}
+    for folder, _, names in sorted(os.walk(os.path.join(ROOT, "src"))):
+        for name in sorted(names):
+            if not name.endswith(".rs"):
+                continue
+            path = os.path.relpath(os.path.join(folder, name), ROOT)
+            with open(os.path.join(ROOT, path)) as f:
+                code = re.sub(r"//.*", "", f.read())
+            targets = set()
+            for named in expand_paths(code):
+                parts = [p for p in named.split("::")[1:] if p not in ("self", "*")]
+                if named.startswith("super"):
+                    parts = module_parts(path)[:-1] + parts
+                target = module_file(parts)
+                if target and target != path:
+                    targets.add(target)
+            graph[path] = sorted(targets)
+    return graph
+
+
+def import_problems():
+    """Imports that run up a floor, and circles of imports, among the files of src/."""
+    graph = src_imports()
+    problems = [
+        f"{path} imports {target}, a room above its own"
+        for path, targets in graph.items()
+        for target in targets
+        if floor_of(target) > floor_of(path)
+    ]
+    # Circles: the strongly connected components of more than one file (Tarjan).
+    index, low, stack, on_stack, counter = {}, {}, [], set(), [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, []):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                problems.append("a circle of imports: " + ", ".join(sorted(component)))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return problems
+
+
 def index_coverage():
     """Every page of docs/ and every decision record, linked from docs/README.md."""
     with open(os.path.join(ROOT, "docs", "README.md")) as f:
@@ -354,8 +492,31 @@ def comment_weight():
     return failures, figures
 
 
+def static_failures(doc):
+    """What the pages and the tree must agree on, no server asked."""
+    failures = [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
+    failures += [f"not in docs/architecture.md, the map: {m}" for m in architecture_coverage()]
+    failures += invariant_counts()
+    failures += [f"docs/reference.md: {m}'s entry has no trail (Code: ...; tests: ...)" for m in trails_missing(doc)]
+    for page in ("docs/contract.md", "docs/reference.md", "docs/architecture.md"):
+        failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
+    failures += benchmarks_size()
+    failures += broken_links()
+    failures += comment_weight()[0]
+    failures += [f"src/: {m}" for m in import_problems()]
+    return failures
+
+
 def main(argv):
     update = "--update" in argv
+    if "--static" in argv:
+        with open(REFERENCE) as f:
+            failures = static_failures(f.read())
+        print(comment_weight()[1], flush=True)
+        for failure in failures:
+            print(failure, file=sys.stderr)
+        print(f"reference, without a server: {len(failures)} failures", flush=True)
+        return 1 if failures else 0
     with open(README) as f:
         readme = f.read()
     failures, written = check_quick_look(readme, update)
@@ -379,17 +540,8 @@ def main(argv):
                 )
     missing = coverage(doc)
     failures += [f"not in docs/reference.md: {m}" for m in missing]
-    failures += [f"not in docs/README.md, the index of the docs: {m}" for m in index_coverage()]
-    failures += [f"not in docs/architecture.md, the map: {m}" for m in architecture_coverage()]
-    failures += invariant_counts()
-    failures += [f"docs/reference.md: {m}'s entry has no trail (Code: ...; tests: ...)" for m in trails_missing(doc)]
-    for page in ("docs/contract.md", "docs/reference.md", "docs/architecture.md"):
-        failures += [f"{page} cites what does not exist: {m}" for m in cited_paths(page)]
-    failures += benchmarks_size()
-    failures += broken_links()
-    weight, figures = comment_weight()
-    print(figures, flush=True)
-    failures += weight
+    print(comment_weight()[1], flush=True)
+    failures += static_failures(doc)
     for failure in failures:
         print(failure, file=sys.stderr)
     print(
