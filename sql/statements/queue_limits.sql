@@ -1,8 +1,7 @@
 --- params: queue text, now timestamptz
 --- columns: queue, paused, max_in_flight, in_flight, rate, burst, tokens, limited, retry_after
 -- sendjobs_queue_limits (src/flow/settings.rs): the flow control of queue $1 (NULL: each
--- queue that has some) at $2, the first limit that holds now, and when it may lift by
--- itself.
+-- queue that has some) at $2, the first limit that holds now, and when it may lift by itself.
 SELECT q.queue, q.paused, q.max_in_flight, f.in_flight, q.rate, q.burst, b.tokens,
        CASE WHEN q.paused THEN 'paused'
             WHEN f.in_flight >= q.max_in_flight THEN 'max_in_flight'
