@@ -352,8 +352,9 @@ class PatroniCluster:
             "CREATE EXTENSION sendjobs; CREATE TABLE failover_probe (id bigserial PRIMARY KEY, "
             "port int NOT NULL, token text, at timestamptz NOT NULL DEFAULT clock_timestamp())",
         )
-        # Every replica has the database before anyone connects: libpq gives up on a
-        # multi-host string at a server that answers "database does not exist".
+        # Every replica has the database before anyone connects: libpq goes on to the next
+        # host of a multi-host string after "the database system is starting up" (57P03),
+        # but gives up at "database does not exist" or "too many clients" (libpq 15, 18).
         self.wait_replayed(leader)
         return self
 
