@@ -102,7 +102,7 @@ mod tests {
         for mode in ["force_custom_plan", "force_generic_plan"] {
             run(&format!("SET LOCAL plan_cache_mode = {mode}"));
             let (read, plan) = entries_read(
-                "EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', NULL, '{}', '{}')",
+                "EXECUTE claim_probe(clock_timestamp(), 10, '1 minute', NULL, '{}', '{}', 0)",
             );
             assert!(
                 read <= 25,
@@ -131,7 +131,7 @@ mod tests {
         for mode in ["force_custom_plan", "force_generic_plan"] {
             run(&format!("SET LOCAL plan_cache_mode = {mode}"));
             let (read, plan) =
-                entries_read("EXECUTE claim_only(clock_timestamp(), 10, '1 minute', 'default')");
+                entries_read("EXECUTE claim_only(clock_timestamp(), 10, '1 minute', 'default', 0)");
             assert!(
                 read <= 25 && !any_seq_scan(&plan),
                 "{mode}: only_queue read {read} index entries: {plan}"
@@ -142,7 +142,7 @@ mod tests {
         // bound.
         prepare_other_queues("claim_others");
         let (read, plan) =
-            entries_read("EXECUTE claim_others(clock_timestamp(), 10, '1 minute', 'default')");
+            entries_read("EXECUTE claim_others(clock_timestamp(), 10, '1 minute', 'default', 0)");
         assert!(
             read <= 20,
             "other_queues: the claim read {read} index entries: {plan}"
@@ -206,7 +206,7 @@ mod tests {
                 ("a", "claim_checked"),
             ] {
                 let (read, plan) = entries_read(&format!(
-                    "EXECUTE {statement}(clock_timestamp(), 10, '1 minute', '{after}', ARRAY['paused'], '{{}}')"
+                    "EXECUTE {statement}(clock_timestamp(), 10, '1 minute', '{after}', ARRAY['paused'], '{{}}', 0)"
                 ));
                 assert!(
                     read <= 10 * 10 && !any_seq_scan(&plan) && !any_sort(&plan),
@@ -239,7 +239,7 @@ mod tests {
                                      FROM pg_index WHERE indrelid = 'send_jobs'::regclass")
                 );
                 let (read, plan) = entries_read(&format!(
-                    "EXECUTE claim_named(clock_timestamp(), 10, '1 minute', '{queue}')"
+                    "EXECUTE claim_named(clock_timestamp(), 10, '1 minute', '{queue}', 0)"
                 ));
                 assert!(
                     read <= 10 * 10 && !any_seq_scan(&plan) && !any_sort(&plan),
@@ -289,7 +289,7 @@ mod tests {
                     (SELECT id FROM send_jobs WHERE status = 'pending' AND queue >= '0q1' AND queue <= '0q1' ORDER BY queue, {order}, id LIMIT 1)"
         );
         // After 0: to 0q0 and 0q1, a share of one each.
-        let claim = "EXECUTE claim_probe(clock_timestamp(), 2, '1 minute', '0', '{}', '{}')";
+        let claim = "EXECUTE claim_probe(clock_timestamp(), 2, '1 minute', '0', '{}', '{}', 0)";
         let (heads_before, claim_before) = (entries(&heads), entries(claim));
         run("UPDATE send_jobs SET next_attempt_at = now() + interval '1 hour'
               WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY queue ORDER BY id) AS nth
@@ -348,7 +348,7 @@ mod tests {
         for mode in ["force_custom_plan", "force_generic_plan"] {
             run(&format!("SET LOCAL plan_cache_mode = {mode}"));
             let explain = one::<pgrx::Json>(
-                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_keyed(clock_timestamp(), '1 hour', ARRAY['a'], ARRAY[10::int8])",
+                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_keyed(clock_timestamp(), '1 hour', ARRAY['a'], ARRAY[10::int8], 0)",
             );
             let plan = &explain.0[0]["Plan"];
             let rows = examined(plan);
@@ -433,7 +433,7 @@ mod tests {
         for mode in ["force_custom_plan", "force_generic_plan"] {
             run(&format!("SET LOCAL plan_cache_mode = {mode}"));
             let explain = one::<pgrx::Json>(
-                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_only(clock_timestamp(), 10, '1 minute', 'zz-ordered')",
+                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_only(clock_timestamp(), 10, '1 minute', 'zz-ordered', 0)",
             );
             let plan = &explain.0[0]["Plan"];
             let rows = rows_examined(plan);
@@ -466,8 +466,9 @@ mod tests {
              ANALYZE send_jobs;");
         prepare_any_queue();
         run("SET LOCAL plan_cache_mode = force_generic_plan");
-        let (_, plan) =
-            entries_read("EXECUTE claim_probe(clock_timestamp(), 1, '1 minute', NULL, '{}', '{}')");
+        let (_, plan) = entries_read(
+            "EXECUTE claim_probe(clock_timestamp(), 1, '1 minute', NULL, '{}', '{}', 0)",
+        );
         let plan = &plan;
         assert!(
             !any_seq_scan(plan),
@@ -643,7 +644,7 @@ mod tests {
         prepare_other_queues("claim_from");
         for (queue, returned) in [("a", 0), ("b", 10)] {
             let explain = one::<pgrx::Json>(&format!(
-                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_from(clock_timestamp(), 10, '1 minute', '{queue}')"
+                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_from(clock_timestamp(), 10, '1 minute', '{queue}', 0)"
             ));
             let plan = &explain.0[0]["Plan"];
             assert_eq!(
