@@ -11,6 +11,8 @@
 #   bash scripts/soak.sh --short            about a minute; part of the test command
 #   bash scripts/soak.sh --long             >= 100,000 jobs, 1,000 faults, 10 server crashes
 #   bash scripts/soak.sh --failover         primary + synchronous standby, promoted mid-run
+#   bash scripts/soak.sh patroni            three nodes under Patroni: each kind of failover once
+#   bash scripts/soak.sh patroni-long       the same, 20 of each kind (docs/operations.md)
 #   bash scripts/soak.sh --break VARIANT    a deliberately broken variant (must fail)
 #   bash scripts/soak.sh --prove-checker    every broken variant; passes if each one is caught
 #   bash scripts/soak.sh NAME               one soak by name: short, long, failover,

@@ -85,6 +85,10 @@ SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --short
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh --failover
 took
 
+echo "== failover under Patroni: a switchover, a SIGKILL, a freeze, etcd's members lost (tests/soak/failovers.py) =="
+SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh patroni
+took
+
 echo "== failover: the fence across an asynchronous promotion (tests/failover/async_promotion.py) =="
 /usr/bin/python3 tests/failover/async_promotion.py 2>&1 | tee -a "$log"
 

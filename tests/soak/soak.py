@@ -59,6 +59,8 @@ from cluster import Cluster, Workdir  # noqa: E402  (tests/cluster.py)
 
 from .checker import check_everything  # noqa: E402
 from .checker_selftest import checker_self_test  # noqa: E402
+from .failovers import KINDS, Failovers, make_cluster  # noqa: E402
+from .failovers import summary as failover_summary  # noqa: E402
 from .faults import BROKEN, EXPECTED, Crasher, Killer, detach_standby, run_sql_retrying  # noqa: E402
 from .lifecycle import PURGE_OLDER_THAN, Operator, Relay, seed_finished_jobs  # noqa: E402
 from .partner import Partner  # noqa: E402
@@ -120,6 +122,30 @@ PRESETS = {
         min_faults=100,
         failover_at=22,
     ),
+    # Under Patroni (soak/failovers.py): one failover of each kind; the chaos lasts until
+    # they all ran. "patroni-long": 20 of each (docs/operations.md records its result).
+    "patroni": dict(
+        progress_every=10,
+        jobs=1000,
+        workers=6,
+        min_duration=20,
+        max_duration=600,
+        crash_every=0,
+        min_crashes=0,
+        min_faults=20,
+        each=1,
+    ),
+    "patroni-long": dict(
+        progress_every=30,
+        jobs=20_000,
+        workers=8,
+        min_duration=60,
+        max_duration=7200,
+        crash_every=0,
+        min_crashes=0,
+        min_faults=500,
+        each=20,
+    ),
 }
 
 
@@ -131,6 +157,7 @@ def parse_args(argv=None):
     mode.add_argument("--short", action="store_true", help="about a minute: crashes, every fault (default)")
     mode.add_argument("--long", action="store_true", help=">= 100,000 jobs, 1,000 faults, 10 server crashes")
     mode.add_argument("--failover", action="store_true", help="primary + synchronous standby, promoted mid-run")
+    mode.add_argument("--patroni", action="store_true", help="a three-node Patroni cluster, each kind of failover")
     mode.add_argument(
         "--prove-checker",
         action="store_true",
@@ -156,6 +183,12 @@ def parse_args(argv=None):
     p.add_argument("--min-crashes", type=int)
     p.add_argument("--min-faults", type=int)
     p.add_argument("--failover-at", type=float, help="seconds into the chaos phase (--failover)")
+    p.add_argument("--each", type=int, help="failovers of each kind (--patroni)")
+    p.add_argument("--kinds", default=",".join(KINDS), help="the kinds of failover, in turn (--patroni)")
+    p.add_argument("--fault-gap", type=float, default=3.0, help="seconds from a healthy cluster to the next failover")
+    p.add_argument(
+        "--async-replication", action="store_true", help="Patroni's synchronous_mode off: what acknowledgements lose"
+    )
     p.add_argument("--backlog", type=int, default=1500, help="open jobs the producer keeps at most")
     p.add_argument("--chunk", type=int, default=250, help="jobs per enqueue statement")
     p.add_argument("--p-kill", type=float, default=0.02)
@@ -198,17 +231,23 @@ def parse_args(argv=None):
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--progress-every", type=float, help="seconds between progress lines")
     a = p.parse_args(argv)
+    preset = "long" if a.long else "failover" if a.failover else "patroni" if a.patroni else "short"
     if a.name:
-        flags = [a.short, a.long, a.failover, a.prove_checker, a.broken is not None]
+        flags = [a.short, a.long, a.failover, a.patroni, a.prove_checker, a.broken is not None]
         if any(flags):
-            p.error(f"a soak by name ({a.name}) takes no --short/--long/--failover/--prove-checker/--break")
+            p.error(f"a soak by name ({a.name}) takes no --short/--long/--failover/--patroni/--prove-checker/--break")
         if a.name == "prove-checker":
             a.prove_checker = True
         elif a.name in BROKEN:
             a.broken = a.name
         else:
-            setattr(a, a.name, True)
-    preset = "long" if a.long else "failover" if a.failover else "short"
+            preset = a.name
+    a.patroni = preset.startswith("patroni")
+    a.failover = a.failover or preset == "failover"
+    a.long = a.long or preset == "long"
+    a.kind_list = [k for k in a.kinds.split(",") if k]
+    if not set(a.kind_list) <= set(KINDS):
+        p.error(f"--kinds: each of {', '.join(KINDS)}")
     if a.broken == "async-standby":
         preset, a.failover = "failover", True
     a.preset = preset
@@ -241,7 +280,7 @@ def main(argv=None):
         return run(args, workdir, clusters)
     finally:
         for c in clusters:
-            c.shutdown_quietly()
+            c.remove() if hasattr(c, "nodes") else c.shutdown_quietly()  # a Patroni cluster, or one server
         if own_workdir:
             own_workdir.remove()
 
@@ -261,11 +300,25 @@ def run(args, workdir, clusters):
             args.p_poison = 0.0  # its claim never gives up: a poison job would never finish
 
     # -- clusters ---------------------------------------------------------------------
-    primary = Cluster(workdir, "primary", settings=SOAK_SETTINGS)
-    clusters.append(primary)
-    primary.initdb()
-    standby = None
-    if args.failover:
+    primary = standby = patroni = None
+    if args.patroni:
+        patroni = make_cluster(workdir, args, SOAK_SETTINGS)
+        clusters.append(patroni)
+        patroni.start()
+        hosts, ports = patroni.dsn().split()[:2]
+        target = Target(hosts.split("=")[1], ports.split("=")[1], "postgres", "postgres", read_write=True)
+        where = (
+            f"Patroni: {len(patroni.nodes)} nodes over {len(patroni.etcd)} etcd members, synchronous_mode "
+            f"{'OFF' if args.async_replication else 'on'}; workers connect to {hosts} {ports} "
+            "target_session_attrs=read-write"
+        )
+    else:
+        primary = Cluster(workdir, "primary", settings=SOAK_SETTINGS)
+        clusters.append(primary)
+        primary.initdb()
+    if args.patroni:
+        pass
+    elif args.failover:
         if args.broken != "async-standby":
             primary.settings.append("synchronous_standby_names=*")
         primary.start()
@@ -275,12 +328,13 @@ def run(args, workdir, clusters):
         standby.start()
     else:
         primary.start()
-    target = Target("127.0.0.1", primary.port, "postgres", "postgres")
-    where = (
-        f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}"
-        if standby
-        else f"server on 127.0.0.1:{primary.port}"
-    )
+    if primary:
+        target = Target("127.0.0.1", primary.port, "postgres", "postgres")
+        where = (
+            f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}"
+            if standby
+            else f"server on 127.0.0.1:{primary.port}"
+        )
     if args.broken == "async-standby":
         where = where.replace("synchronous standby", "ASYNCHRONOUS standby")
     print(f"-- setup: {where} (fsync on, synchronous_commit on)", flush=True)
@@ -329,9 +383,10 @@ def run(args, workdir, clusters):
     operator = Operator(ctx)
     relay = Relay(ctx)
     crasher = Crasher(ctx, primary, cluster_lock) if args.crash_every > 0 else None
+    failovers = Failovers(ctx, patroni, args.kind_list, args.each, args.fault_gap) if patroni else None
     print("-- chaos", flush=True)
     t_run = time.monotonic()
-    for t in workers + [reconciler, producer, operator, relay] + ([crasher] if crasher else []):
+    for t in workers + [reconciler, producer, operator, relay] + [x for x in (crasher, failovers) if x]:
         t.start()
 
     monitor = None
@@ -393,8 +448,12 @@ def run(args, workdir, clusters):
                 and faults >= args.min_faults
                 and crashes >= args.min_crashes
                 and (not standby or failover_done)
+                and (not failovers or failovers.done.is_set())
             )
-            if enough or elapsed >= args.max_duration or (crasher and crasher.error):
+            if failovers and failovers.error:
+                ctx.violations.add("a failover did not complete", failovers.error)
+            stop = (crasher and crasher.error) or (failovers and failovers.error)
+            if enough or elapsed >= args.max_duration or stop:
                 targets_met = enough
                 phase = "drain"
                 t_chaos_end = now
@@ -508,6 +567,9 @@ def run(args, workdir, clusters):
             f" (committed {stats.get('finalize_unknown_committed', 0)})",
         ),
     ]
+    if failovers:
+        lines.append(("failovers under Patroni", f"{len(failovers.results)} (each kind: {args.each})"))
+        lines += failover_summary(failovers, ctx.record.calls)
     lines += lifecycle_lines(c, stats, args)
     if crasher:
         lines.append(("server downtime", f"{crasher.downtime:.1f} s over {c['fault_server_crash']} crashes"))

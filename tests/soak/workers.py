@@ -42,8 +42,10 @@ from .records import (
 class Target:
     """Where the workers connect. Changes when a failover promotes the standby."""
 
-    def __init__(self, host, port, user, dbname, password=None):
+    def __init__(self, host, port, user, dbname, password=None, read_write=False):
         self.host, self.port, self.user, self.dbname, self.password = host, port, user, dbname, password
+        # Several hosts (Patroni's nodes): libpq takes the first that is a writable primary.
+        self.read_write = read_write
         self.lock = threading.Lock()
 
     def set_port(self, port):
@@ -52,7 +54,8 @@ class Target:
 
     def params(self):
         with self.lock:
-            return dict(host=self.host, port=self.port, user=self.user, dbname=self.dbname, password=self.password)
+            params = dict(host=self.host, port=self.port, user=self.user, dbname=self.dbname, password=self.password)
+        return dict(params, target_session_attrs="read-write") if self.read_write else params
 
 
 def connect(target, name, settings=(), timeout=5):
