@@ -87,6 +87,8 @@ took
 
 echo "== failover under Patroni: a switchover, a SIGKILL, a freeze, etcd's members lost (tests/soak/failovers.py) =="
 SENDJOBS_SKIP_INSTALL=1 bash scripts/soak.sh patroni
+echo "== a switchover to a server whose clock is 30 s behind (tests/failover/clock_step.py) =="
+/usr/bin/python3 tests/failover/clock_step.py --offsets=-30 2>&1 | tee -a "$log"
 took
 
 echo "== failover: the fence across an asynchronous promotion (tests/failover/async_promotion.py) =="
@@ -122,6 +124,6 @@ rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
 answers_passed=$(sed -nE 's/^lost_answer: ([0-9]+) cases passed/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 console_passed=$(grep -c '^console: the browser test passed' "$log" || true)
-failover_passed=$(grep -c '^async promotion to timeline' "$log" || true)
+failover_passed=$(grep -cE '^async promotion to timeline|^clock_step: every lease' "$log" || true)
 upgrades_passed=$(grep -cE 'the restored database keeps every job|the claims of before finalize with their generations' "$log" || true)
 echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + console_passed + failover_passed + 2)) passed, 0 failed"

@@ -37,6 +37,8 @@ pub struct Allowance {
 struct Bucket {
     tokens: f64,
     at: TimestampWithTimeZone,
+    /// The bucket was dated after `at`: the clock stepped back (decision 0026).
+    dated_ahead: bool,
 }
 
 /// Locks `queue`'s settings and says how many of `wanted` jobs a claim may take now:
@@ -95,10 +97,18 @@ pub fn allowance(
         row.get_by_name::<f64, _>("tokens")?,
         row.get_by_name::<TimestampWithTimeZone, _>("tokens_at")?,
     ) {
-        let elapsed = seconds_between(at, now).max(0.0);
-        let tokens = (tokens + rate * elapsed).min(f64::from(burst));
+        // The instant is read after the lock, so a bucket dated after it means the clock
+        // stepped back (a failover to a server whose clock is behind): it refills from
+        // now on, rather than from its date, which would stop the queue for the step
+        // (tests/failover/clock_step.py; decision 0026).
+        let elapsed = seconds_between(at, now);
+        let tokens = (tokens + rate * elapsed.max(0.0)).min(f64::from(burst));
         jobs = jobs.min(tokens.floor().max(0.0) as usize);
-        bucket = Some(Bucket { tokens, at: now });
+        bucket = Some(Bucket {
+            tokens,
+            at: now,
+            dated_ahead: elapsed < 0.0,
+        });
     }
     Ok(Some(Allowance { jobs, now, bucket }))
 }
@@ -113,7 +123,7 @@ pub fn spend(
     let Some(bucket) = &allowance.bucket else {
         return Ok(());
     };
-    if claimed == 0 {
+    if claimed == 0 && !bucket.dated_ahead {
         // Nothing taken: the bucket refills from where it was, no write.
         return Ok(());
     }

@@ -79,6 +79,15 @@ SELECT id FROM sendjobs_claim(10, '1 minute', 'partner') ORDER BY id;
 UPDATE sendjobs_queues SET tokens_at = tokens_at - interval '1 hour' WHERE queue = 'partner';
 SELECT tokens AS refilled_to_burst FROM sendjobs_queue_limits('partner');
 SELECT queue, paused, max_in_flight, rate, tokens FROM sendjobs_stats() WHERE queue = 'partner';
+-- The clock stepped back an hour (a failover to a server whose clock is behind): an empty
+-- bucket dated ahead of the clock refills from now on, not from its date (decision
+-- 0026), so 20 seconds later it has 2 tokens. Dated from its date, the queue would stop
+-- for the hour.
+UPDATE sendjobs_queues SET tokens = 0, tokens_at = clock_timestamp() + interval '1 hour' WHERE queue = 'partner';
+SELECT count(*) AS claimed_without_tokens FROM sendjobs_claim(10, '1 minute', 'partner');
+SELECT tokens_at <= clock_timestamp() AS dated_back_to_the_clock FROM sendjobs_queues WHERE queue = 'partner';
+UPDATE sendjobs_queues SET tokens_at = tokens_at - interval '20 seconds' WHERE queue = 'partner';
+SELECT count(*) AS claimed_20_seconds_later FROM sendjobs_claim(10, '1 minute', 'partner');
 -- Without a burst, one second's worth (at least 1).
 SELECT sendjobs_limit('partner', rate => 0.5);
 SELECT rate, burst FROM sendjobs_queues WHERE queue = 'partner';
