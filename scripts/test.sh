@@ -124,6 +124,6 @@ rust_pooled=$(sed -nE 's/^   rust pgbouncer: ([0-9]+) of .*/\1/p' "$log" | awk '
 reference_passed=$(grep -cE '^reference: [0-9]+ examples checked, 0 failures' "$log" || true)
 answers_passed=$(sed -nE 's/^lost_answer: ([0-9]+) cases passed/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 console_passed=$(grep -c '^console: the browser test passed' "$log" || true)
-failover_passed=$(grep -cE '^async promotion to timeline|^clock_step: every lease' "$log" || true)
+failover_passed=$(grep -cE '^async promotion to timeline|^clock_step: every lease|^   (python|node|rust) under Patroni' "$log" || true)
 upgrades_passed=$(grep -cE 'the restored database keeps every job|the claims of before finalize with their generations' "$log" || true)
 echo "sendjobs: $((pgrx_passed + sql_passed + workers_passed + rust_pooled + reference_passed + answers_passed + upgrades_passed + console_passed + failover_passed + 2)) passed, 0 failed"

@@ -64,6 +64,7 @@ import psycopg
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from cluster import Cluster, Workdir, as_owner, free_port, make_tls_files, IS_ROOT  # noqa: E402
 from soak.partner import Partner  # noqa: E402
+from under_patroni import under_patroni  # noqa: E402  (tests/workers/under_patroni.py)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKERS = {
@@ -1030,6 +1031,7 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", default="python,node,rust")
     p.add_argument("--routes", default="direct,pgbouncer")
+    p.add_argument("--skip-patroni", action="store_true", help="not the failovers under Patroni (under_patroni.py)")
     a = p.parse_args(argv)
     partner = Partner(seed=7)
     partner.start()
@@ -1060,6 +1062,8 @@ def main(argv):
             hung_listen(worker, partner)
             read_only_first(worker, partner, standby[0])
             demoted_primary(worker, partner, new_primary[0])
+        if not a.skip_patroni:
+            under_patroni({w: WORKERS[w] for w in workers}, partner)
         if bouncer:
             rust_through_pooler(bouncer)
         rust_over_tls()

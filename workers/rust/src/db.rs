@@ -285,6 +285,10 @@ impl Db {
                     None => break,
                 }
             }
+            // The connection is gone, and with it the wake-ups: the worker claims at once,
+            // which connects again, rather than after its poll (a failover: a 30 s poll
+            // found the new primary 28 s after Patroni's promotion; tests/workers/under_patroni.py).
+            wakeup.notify_one();
         })
         .abort_handle()
     }
