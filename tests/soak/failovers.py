@@ -64,11 +64,12 @@ class Failovers(threading.Thread):
                     result["healthy"] = time.time()
                     self.results.append(result)
                     self.ctx.record.count(f"fault_patroni_{kind}")
-                    took = f"{result['promoted'] - result['t0']:.1f} s" if result.get("promoted") else "no failover"
-                    print(
-                        f"   {kind}: {result.get('old')} -> {result.get('new')}, new leader after {took}",
-                        flush=True,
+                    took = (
+                        f"{result['old']} -> {result['new']}, new leader after {result['promoted'] - result['t0']:.1f} s"
+                        if result.get("promoted")
+                        else f"no failover, {result['old']} kept its key"
                     )
+                    print(f"   {kind}: {took}", flush=True)
         except Exception as e:  # reported by the soak, which then fails
             self.error = f"{type(e).__name__}: {e}"
         finally:
