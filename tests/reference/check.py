@@ -298,10 +298,11 @@ def split_group(group):
     return items
 
 
-def module_file(parts):
-    """The file of src/ that holds the longest module prefix of `parts`, or None."""
+def module_file(parts, crate="src"):
+    """The file of `crate` (src/, console/src/) that holds the longest module prefix of
+    `parts`, or None."""
     for n in range(len(parts), 0, -1):
-        base = os.path.join(ROOT, "src", *parts[:n])
+        base = os.path.join(ROOT, crate, *parts[:n])
         for candidate in (base + ".rs", os.path.join(base, "mod.rs")):
             if os.path.isfile(candidate):
                 return os.path.relpath(candidate, ROOT)
@@ -313,18 +314,18 @@ def floor_of(path):
     return FLOORS.index(parts[1]) if len(parts) > 2 and parts[1] in FLOORS else len(FLOORS)
 
 
-def module_parts(path):
+def module_parts(path, crate="src"):
     """`src/flow/limited.rs` is flow::limited; a mod.rs is its folder's module."""
-    parts = path[len("src/") : -len(".rs")].split(os.sep)
-    if parts[-1] in ("mod", "lib"):
+    parts = path[len(crate) + 1 : -len(".rs")].split(os.sep)
+    if parts[-1] in ("mod", "lib", "main"):
         parts = parts[:-1]
     return parts
 
 
-def src_imports():
-    """Each file of src/ and the files of src/ it imports (`crate::...` and `super::...`)."""
+def src_imports(crate="src"):
+    """Each file of `crate` and the files of it that it imports (`crate::...`, `super::...`)."""
     graph = {}
-    for folder, _, names in sorted(os.walk(os.path.join(ROOT, "src"))):
+    for folder, _, names in sorted(os.walk(os.path.join(ROOT, crate))):
         for name in sorted(names):
             if not name.endswith(".rs"):
                 continue
@@ -335,22 +336,23 @@ def src_imports():
             for named in expand_paths(code):
                 parts = [p for p in named.split("::")[1:] if p not in ("self", "*")]
                 if named.startswith("super"):
-                    parts = module_parts(path)[:-1] + parts
-                target = module_file(parts)
+                    parts = module_parts(path, crate)[:-1] + parts
+                target = module_file(parts, crate)
                 if target and target != path:
                     targets.add(target)
             graph[path] = sorted(targets)
     return graph
 
 
-def import_problems():
-    """Imports that run up a floor, and circles of imports, among the files of src/."""
-    graph = src_imports()
+def import_problems(crate="src"):
+    """Circles of imports among the files of `crate`, and, in src/, imports that run up a
+    floor."""
+    graph = src_imports(crate)
     problems = [
         f"{path} imports {target}, a room above its own"
         for path, targets in graph.items()
         for target in targets
-        if floor_of(target) > floor_of(path)
+        if crate == "src" and floor_of(target) > floor_of(path)
     ]
     # Circles: the strongly connected components of more than one file (Tarjan).
     index, low, stack, on_stack, counter = {}, {}, [], set(), [0]
@@ -503,7 +505,7 @@ def static_failures(doc):
     failures += benchmarks_size()
     failures += broken_links()
     failures += comment_weight()[0]
-    failures += [f"src/: {m}" for m in import_problems()]
+    failures += [f"{crate}/: {m}" for crate in ("src", "console/src") for m in import_problems(crate)]
     return failures
 
 
