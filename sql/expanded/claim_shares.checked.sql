@@ -56,7 +56,7 @@ allow_none AS MATERIALIZED (
                   GROUP BY held.queue) AS held ON held.queue = settings.queue
      WHERE settings.queue = ANY ($6)
        AND (settings.paused
-            OR settings.tokens + settings.rate * pg_catalog.date_part('epoch', $1 - settings.tokens_at) < 1
+            OR settings.tokens + settings.rate * greatest(0, pg_catalog.date_part('epoch', $1 - settings.tokens_at)) < 1
             OR settings.max_in_flight <= coalesce(held.jobs, 0))
 ),
 reached AS MATERIALIZED (

@@ -49,7 +49,11 @@ pub fn generation_floor() -> i64 {
         }
         pg_sys::GetWALInsertionTimeLine()
     };
-    (i64::from(timeline) - 1) << 32
+    // Past timeline 2^31 it would wrap (two billion promotions): it saturates instead,
+    // and the claims then fail (bigint out of range) rather than repeat a generation.
+    (i64::from(timeline) - 1)
+        .checked_mul(1 << 32)
+        .unwrap_or(i64::MAX)
 }
 
 /// The lease to grant: the caller's, or `sendjobs.default_lease`. Never negative, never

@@ -78,7 +78,8 @@ def main():
         standby.promote()
         with connect(standby) as db:
             wait_for(db, "SELECT NOT pg_is_in_recovery()", "the promotion")
-            timeline = db.execute("SELECT timeline_id FROM pg_control_checkpoint()").fetchone()[0]
+            # The WAL being written now names its timeline (the checkpoint may not have yet).
+            timeline = int(db.execute("SELECT pg_walfile_name(pg_current_wal_lsn())").fetchone()[0][:8], 16)
             status_b = db.execute("SELECT status FROM send_jobs WHERE id = %s", (b,)).fetchone()[0]
             _, again = claim(db, "a")
             stale = db.execute("SELECT sendjobs_finalize(%s, %s, 'sent')", (a, held)).fetchone()[0]

@@ -137,7 +137,7 @@ def main():
     failures = []
     for offset in (int(x) for x in args.offsets.split(",")):
         r = one_offset(offset, args.jobs)
-        held = r["held"]
+        held = r["held"] or [float("nan")]
         print(
             f"clock {offset:+d} s (now() on the new primary off by {r['shown']:+.2f} s); switchover "
             f"{r['switchover']:.1f} s; sendjobs_stats just after: in_flight, expired = {r['stats']}\n"
@@ -155,6 +155,10 @@ def main():
             failures.append(f"{offset:+d}: {r['dead'] - r['reclaimed']} jobs never claimed again")
         if sum(r["rate_after"]) < RATE * len(r["rate_after"]) / 2:
             failures.append(f"{offset:+d}: the limited queue slowed down after the switchover: {r['rate_after']}")
+        # No faster than the rate either: a second's claims at most its rate and a burst (the
+        # test's seconds and the claims' instants differ by the claim's own time).
+        if max(r["rate_after"], default=0) > 2 * RATE:
+            failures.append(f"{offset:+d}: the limited queue went faster than its rate: {r['rate_after']}")
         slack = 2.0  # the claimer's 0.1 s poll, the switchover's own seconds
         if held and (held[0] < LEASE - abs(offset) - slack or held[-1] > LEASE + abs(offset) + slack):
             failures.append(f"{offset:+d}: a lease ended more than |offset| early or late: {held}")

@@ -88,6 +88,13 @@ SELECT count(*) AS claimed_without_tokens FROM sendjobs_claim(10, '1 minute', 'p
 SELECT tokens_at <= clock_timestamp() AS dated_back_to_the_clock FROM sendjobs_queues WHERE queue = 'partner';
 UPDATE sendjobs_queues SET tokens_at = tokens_at - interval '20 seconds' WHERE queue = 'partner';
 SELECT count(*) AS claimed_20_seconds_later FROM sendjobs_claim(10, '1 minute', 'partner');
+-- A claim from any queue too: a bucket dated ahead, with its tokens, lets the queue have
+-- its share (the walk tested it against its date, and passed over the queue). And jobs
+-- left for the limits' lifting below, more than the limits would let through.
+SELECT count(sendjobs_enqueue('{}', 'partner')) AS more_partner_jobs FROM generate_series(1, 4);
+SELECT count(sendjobs_enqueue('{}', 'zz-backlog')) AS backlog FROM generate_series(1, 5);
+UPDATE sendjobs_queues SET tokens = 3, tokens_at = clock_timestamp() + interval '1 hour' WHERE queue = 'partner';
+SELECT queue, count(*) AS claimed FROM sendjobs_claim(4, '1 minute') GROUP BY queue ORDER BY queue;
 -- Without a burst, one second's worth (at least 1).
 SELECT sendjobs_limit('partner', rate => 0.5);
 SELECT rate, burst FROM sendjobs_queues WHERE queue = 'partner';
