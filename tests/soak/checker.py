@@ -376,7 +376,10 @@ def check_fencing(ev, V):
             if f["post_gen"] != f["gen"]:
                 V.add("finalize applied with an old generation", f"{where}: the row is at gen {f['post_gen']}")
             nc = ev.next_claim.get((f["job"], f["gen"]))
-            if nc is not None and ts(nc["claimed_at"]) <= ts(f["at"]):
+            # The next claim's commit, not its instant: a claim reads its instant when the
+            # call starts, and may then find the job a finalize freed after that instant
+            # (the long Patroni soak: claimed 7 µs before the retry that freed the job).
+            if nc is not None and ts(nc.get("committed_at") or nc["claimed_at"]) <= ts(f["at"]):
                 V.add(
                     "finalize applied after its claim was superseded",
                     f"{where}: applied at {fmt_ts(f['at'])}, gen {nc['gen']} claimed at {fmt_ts(nc['claimed_at'])}",

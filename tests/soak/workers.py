@@ -73,6 +73,10 @@ def connection_lost(conn, exc):
     False when the server answered with an error on a live connection (a real error)."""
     if isinstance(exc, psycopg2.InterfaceError):
         return True
+    # The server shutting down (a switchover, a fast stop) may first fail the statement
+    # on a live connection: a parallel worker of the query terminated (57P01).
+    if getattr(exc, "pgcode", None) in ("57P01", "57P02", "57P03"):
+        return True
     return conn is None or conn.closed != 0
 
 
