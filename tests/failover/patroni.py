@@ -691,14 +691,16 @@ class PatroniCluster:
             raise RuntimeError(f"patronictl switchover failed ({ctl.returncode}):\n{out}")
         return {"old": old, "new": new, "t0": t0, "promoted": promoted}
 
-    def kill_leader(self):
+    def kill_leader(self, timeout=60):
         """SIGKILL to the leader's postmaster only (its backends then exit; its Patroni
-        lives on). Returns {old, pid, t0}; wait_for_leader tells who took over."""
+        lives on), then waits for a primary again: another node, or this one with a new
+        server. Returns {old, pid, t0, new, promoted}."""
         old = self.node(self.leader())
         pid = old.postmaster_pid()
         t0 = time.time()
         os.kill(pid, signal.SIGKILL)
-        return {"old": old.name, "pid": pid, "t0": t0}
+        new, promoted = self.wait_for_leader(old_pids={old.name: pid}, timeout=timeout)
+        return {"old": old.name, "pid": pid, "t0": t0, "new": new, "promoted": promoted}
 
     def freeze_leader(self, seconds=0, timeout=60):
         """SIGSTOP to the leader's postmaster and every backend (its Patroni runs on; its
@@ -806,13 +808,10 @@ class PatroniCluster:
 
 
 def _measure(pc, probe, fault, name):
-    """Runs `fault()` (which returns at least {t0, old}), waits for the new primary and for
-    the cluster to heal, and returns a row of the table."""
+    """Runs `fault()` (which returns at least {t0, old, new, promoted}), waits for the
+    cluster to heal, and returns a row of the table."""
     info = fault()
     t0 = info["t0"]
-    if "new" not in info:
-        old_pids = {info["old"]: info["pid"]} if "pid" in info else None
-        info["new"], info["promoted"] = pc.wait_for_leader(not_in=info.get("not_in", []), old_pids=old_pids)
     new_port = pc.node(info["new"]).port
     first = _wait("a write acknowledged by the new primary", lambda: probe.acked(since=t0, port=new_port), 60)[0]
     leader = pc.wait_healthy(120)

@@ -10,10 +10,10 @@ switches over, and the primary's postmaster is killed (SIGKILL).
 For each worker and failover: the time from Patroni's promotion until a connection of
 the worker shows on the new primary (it found it), to its first claim there and to that
 job's finish (the producer's jobs and the finishes commit only once Patroni has a
-synchronous standby again), and the longest wait from
-enqueue to finish of the jobs enqueued from 5 s after the promotion on (its wake-ups came
-back without a restart), on the database's clock and the test's, which are one here. Every job whose enqueue was acknowledged is sent; every worker exits 0 on
-SIGTERM.
+synchronous standby again), and the longest wait from enqueue to finish of the jobs
+enqueued from 5 s after the promotion on (its wake-ups came back without a restart), on
+the database's clock and the test's, which are one here. Every job whose enqueue was
+acknowledged is sent; every worker exits 0 on SIGTERM.
 """
 
 import os
@@ -80,8 +80,7 @@ def connected_to(pc, node, commands, promoted):
 
 
 def under_patroni(commands, partner):
-    """`commands`: {worker name: its program}. Returns the lines it printed."""
-    lines = []
+    """`commands`: {worker name: its program}."""
     with PatroniCluster(dbname="workers") as pc:
         url = "postgresql://postgres@" + ",".join(f"127.0.0.1:{n.port}" for n in pc.nodes) + "/workers"
         queues = {w: f"patroni_{w}" for w in commands}
@@ -120,27 +119,24 @@ def under_patroni(commands, partner):
                 )
                 return {j: (q, t, c) for j, q, t, c in rows}
 
-            def sends_of(worker):
-                return [j for j, (q, _, _) in finished().items() if q == queues[worker]]
+            def sends(sent):
+                """{worker: how many of its jobs are in `sent`}."""
+                return {w: sum(q == queues[w] for q, _, _ in sent.values()) for w in commands}
 
             deadline = time.monotonic() + 60
-            while not all(sends_of(w) for w in commands):
+            while not all(sends(finished()).values()):
                 if time.monotonic() > deadline:
                     for process in processes.values():
                         process.terminate()
                     said = {w: p.communicate(timeout=20)[0].strip()[-300:] for w, p in processes.items()}
                     raise AssertionError(
                         f"a worker sent nothing before the failovers: {len(producer.enqueued)} enqueued, "
-                        f"sends { ({w: len(sends_of(w)) for w in commands}) }, the workers said {said}"
+                        f"sends {sends(finished())}, the workers said {said}"
                     )
                 time.sleep(0.1)
             failovers = []
-            for kind in ("switchover", "kill"):
-                if kind == "switchover":
-                    r = pc.switchover()
-                else:
-                    r = pc.kill_leader()
-                    r["new"], r["promoted"] = pc.wait_for_leader(not_in=[r["old"]], timeout=60)
+            for kind, fault in (("switchover", pc.switchover), ("kill", pc.kill_leader)):
+                r = fault()
                 failovers.append((kind, r["promoted"], connected_to(pc, r["new"], commands, r["promoted"])))
                 pc.wait_healthy(timeout=120)
                 time.sleep(SETTLED + 3)  # jobs enqueued after the worker settled, to be woken for
@@ -181,7 +177,5 @@ def under_patroni(commands, partner):
                 f"({len(waits)} jobs, poll {POLL_SECONDS} s)"
             )
             print(line, flush=True)
-            lines.append(line)
             assert connected[w] <= REACHED_WITHIN, f"{w} found the new primary {connected[w]:.1f} s after the {kind}"
             assert max(waits) <= WOKEN_WITHIN, f"{w}'s wake-ups did not come back after the {kind}: {max(waits):.1f} s"
-    return lines
