@@ -110,7 +110,7 @@ def one_offset(offset, jobs):
 
     held = sorted(reclaimed[j] - t_claim for j in dead if j in reclaimed)
     after = [per_second[s] for s in range(int(switch["promoted"]) + 1, int(switch["promoted"]) + 20)]
-    before = [per_second[s] for s in range(int(t_claim) - 0, int(switch["t0"]))]
+    before = [per_second[s] for s in range(int(t_claim), int(switch["t0"]))]
     reused = [j for j, gens in generations.items() if j in dead and dead[j] in gens]
     return {
         "offset": offset,

@@ -667,41 +667,40 @@ class _Snapshot:
         self.args = getattr(ctx, "args", None)
 
 
+def _checked(ctx, db, sends, mutate=None):
+    """The checker run on copies of a run's records, `mutate` applied to them first (it
+    raises LookupError when the run has nothing to mutate). Returns (its violations, its
+    stats)."""
+    db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
+    calls2 = copy.deepcopy(ctx.record.calls)
+    snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))
+    if mutate:
+        mutate(db2, sends2, calls2, snap.plans, snap.enqueued)
+    stats = {}
+    check_everything(snap, db2, sends2, stats, require_terminal=True)
+    return snap.violations, stats
+
+
 def checker_self_test(ctx, db, sends):
-    """Runs the checker once per mutation of a clean run's records. Returns a list of
-    (check, what was mutated, checks reported, caught?)."""
+    """Runs the checker once per mutation of a clean run's records, and once per kind of
+    loss. Returns a list of (check, what was mutated, what it reported, caught?)."""
     out = []
     mutations = _mutations(ctx)
-    clean = {}
-    check_everything(
-        _Snapshot(ctx, copy.deepcopy(ctx.record.calls), ctx.plans, dict(ctx.enqueued)),
-        copy.deepcopy(db),
-        copy.deepcopy(sends),
-        clean,
-    )
+    _, clean = _checked(ctx, db, sends)
     for kind, doc, fn in _loss_mutations(mutations):
-        db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
-        calls2 = copy.deepcopy(ctx.record.calls)
-        snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))
         try:
-            fn(db2, sends2, calls2, snap.plans, snap.enqueued)
+            _, stats = _checked(ctx, db, sends, fn)
         except LookupError as e:
             out.append((f"loss counted: {kind}", doc, [f"(not run: {e})"], False))
             continue
-        stats = {}
-        check_everything(snap, db2, sends2, stats, require_terminal=True)
         before, after = clean["losses"][kind], stats["losses"][kind]
         out.append((f"loss counted: {kind}", doc, [f"{kind}: {before} -> {after}"], after > before))
     for check, doc, fn in mutations:
-        db2, sends2 = copy.deepcopy(db), copy.deepcopy(sends)
-        calls2 = copy.deepcopy(ctx.record.calls)
-        snap = _Snapshot(ctx, calls2, ctx.plans, dict(ctx.enqueued))
         try:
-            fn(db2, sends2, calls2, snap.plans, snap.enqueued)
+            violations, _ = _checked(ctx, db, sends, fn)
         except LookupError as e:
             out.append((check, doc, [f"(not run: {e})"], False))
             continue
-        check_everything(snap, db2, sends2, {}, require_terminal=True)
-        reported = sorted(snap.violations.items)
+        reported = sorted(violations.items)
         out.append((check, doc, reported, check in reported))
     return out

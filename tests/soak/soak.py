@@ -305,30 +305,28 @@ def run(args, workdir, clusters):
         patroni = make_cluster(workdir, args, SOAK_SETTINGS)
         clusters.append(patroni)
         patroni.start()
-        hosts, ports = patroni.dsn().split()[:2]
-        target = Target(hosts.split("=")[1], ports.split("=")[1], "postgres", "postgres", read_write=True)
+        hosts = ",".join("127.0.0.1" for _ in patroni.nodes)
+        ports = ",".join(str(n.port) for n in patroni.nodes)
+        target = Target(hosts, ports, "postgres", "postgres", read_write=True)
         where = (
             f"Patroni: {len(patroni.nodes)} nodes over {len(patroni.etcd)} etcd members, synchronous_mode "
-            f"{'OFF' if args.async_replication else 'on'}; workers connect to {hosts} {ports} "
+            f"{'OFF' if args.async_replication else 'on'}; workers connect to host={hosts} port={ports} "
             "target_session_attrs=read-write"
         )
     else:
         primary = Cluster(workdir, "primary", settings=SOAK_SETTINGS)
         clusters.append(primary)
         primary.initdb()
-    if args.patroni:
-        pass
-    elif args.failover:
-        if args.broken != "async-standby":
-            primary.settings.append("synchronous_standby_names=*")
-        primary.start()
-        standby = Cluster(workdir, "standby", settings=SOAK_SETTINGS + ("hot_standby=on",))
-        clusters.append(standby)
-        standby.basebackup(primary)
-        standby.start()
-    else:
-        primary.start()
-    if primary:
+        if args.failover:
+            if args.broken != "async-standby":
+                primary.settings.append("synchronous_standby_names=*")
+            primary.start()
+            standby = Cluster(workdir, "standby", settings=SOAK_SETTINGS + ("hot_standby=on",))
+            clusters.append(standby)
+            standby.basebackup(primary)
+            standby.start()
+        else:
+            primary.start()
         target = Target("127.0.0.1", primary.port, "postgres", "postgres")
         where = (
             f"primary on 127.0.0.1:{primary.port}, synchronous standby on 127.0.0.1:{standby.port}"
